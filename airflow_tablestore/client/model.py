@@ -1,0 +1,338 @@
+"""The Pythonic data model shared by the table API, the tunnel API, the worker and the Spark job.
+
+Values map to Tablestore types by their Python type: ``int`` is INTEGER, ``float`` DOUBLE, ``bool`` BOOLEAN,
+``str`` STRING and ``bytes`` BINARY (unlike the official SDK, where ``bytes`` means STRING). A primary key is
+an ordered tuple of ``(name, value)`` pairs in schema order. Rows and columns are NamedTuples: cheap to build
+in the hot decode path, immutable, picklable.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Union
+
+
+class _Sentinel:
+    """A named singleton used for the special primary-key values."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+    def __reduce__(self) -> str:
+        return self._name
+
+
+INF_MIN = _Sentinel("INF_MIN")
+"""Smaller than every value of a primary-key column (range bounds only)."""
+INF_MAX = _Sentinel("INF_MAX")
+"""Greater than every value of a primary-key column (range bounds only)."""
+AUTO_INCREMENT = _Sentinel("AUTO_INCREMENT")
+"""Placeholder for an auto-increment primary-key column in PutRow/UpdateRow."""
+
+PrimaryKeyValue = Union[int, str, bytes, _Sentinel]
+ColumnValue = Union[int, float, bool, str, bytes]
+PrimaryKey = tuple[tuple[str, PrimaryKeyValue], ...]
+
+
+class CellOp(enum.IntEnum):
+    """What a column entry does. The values are the PlainBuffer cell-type bytes (PUT has no byte)."""
+
+    PUT = 0
+    DELETE_ALL_VERSIONS = 1
+    DELETE_ONE_VERSION = 3
+    INCREMENT = 4
+
+
+class Column(NamedTuple):
+    """One column entry: a value version (PUT), or a delete of one version or of all versions."""
+
+    name: str
+    value: ColumnValue | None = None
+    timestamp: int | None = None  # cell version, milliseconds since epoch
+    op: CellOp = CellOp.PUT
+
+
+class SequenceInfo(NamedTuple):
+    """Position of a stream record: epoch, timestamp in microseconds, index among equal timestamps."""
+
+    epoch: int
+    timestamp: int
+    row_index: int
+
+
+class Row(NamedTuple):
+    """A PlainBuffer row: primary key, columns, the row delete marker and optional stream sequence info."""
+
+    primary_key: PrimaryKey
+    columns: tuple[Column, ...] = ()
+    delete_marker: bool = False
+    sequence: SequenceInfo | None = None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """Value of the newest version of column ``name`` (columns come newest first per name)."""
+        for column in self.columns:
+            if column.name == name and column.op == CellOp.PUT:
+                return column.value
+        return default
+
+    def primary_key_dict(self) -> dict[str, PrimaryKeyValue]:
+        return dict(self.primary_key)
+
+
+# ---- table schema ---------------------------------------------------------------------------------
+
+
+class PrimaryKeyType(str, enum.Enum):
+    INTEGER = "INTEGER"
+    STRING = "STRING"
+    BINARY = "BINARY"
+
+
+class ColumnType(str, enum.Enum):
+    INTEGER = "INTEGER"
+    DOUBLE = "DOUBLE"
+    BOOLEAN = "BOOLEAN"
+    STRING = "STRING"
+    BINARY = "BINARY"
+
+
+@dataclass(frozen=True)
+class PrimaryKeyColumn:
+    name: str
+    type: PrimaryKeyType
+    auto_increment: bool = False
+
+
+@dataclass(frozen=True)
+class DefinedColumn:
+    name: str
+    type: ColumnType
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """Table options. ``time_to_live`` in seconds (-1 = forever), ``max_time_deviation`` in seconds."""
+
+    time_to_live: int = -1
+    max_versions: int = 1
+    max_time_deviation: int = 86400
+    allow_update: bool = True
+
+
+MAX_TIME_DEVIATION = (2**63 - 1) // 1_000_000
+"""Largest accepted ``max_time_deviation``: lets a replica keep any original cell version."""
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """Stream settings of a table. ``expiration_hours``: stream log retention (1..168)."""
+
+    enabled: bool
+    expiration_hours: int = 168
+    columns_to_get: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamDetails:
+    enabled: bool
+    stream_id: str | None = None
+    expiration_hours: int | None = None
+    last_enable_time: int | None = None  # microseconds since epoch
+
+
+@dataclass(frozen=True)
+class ReservedThroughput:
+    read: int = 0
+    write: int = 0
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """What CreateTable needs and DescribeTable returns (plus ``stream``)."""
+
+    name: str
+    primary_key: tuple[PrimaryKeyColumn, ...]
+    defined_columns: tuple[DefinedColumn, ...] = ()
+    options: TableOptions = field(default_factory=TableOptions)
+    reserved_throughput: ReservedThroughput = field(default_factory=ReservedThroughput)
+    stream: StreamSpec | None = None
+
+
+@dataclass(frozen=True)
+class TableDescription:
+    schema: TableSchema
+    stream: StreamDetails
+    shard_splits: tuple[PrimaryKey, ...] = ()
+
+
+# ---- conditions -----------------------------------------------------------------------------------
+
+
+class RowExistence(str, enum.Enum):
+    IGNORE = "IGNORE"
+    EXPECT_EXIST = "EXPECT_EXIST"
+    EXPECT_NOT_EXIST = "EXPECT_NOT_EXIST"
+
+
+class Comparator(str, enum.Enum):
+    EQUAL = "EQUAL"
+    NOT_EQUAL = "NOT_EQUAL"
+    GREATER_THAN = "GREATER_THAN"
+    GREATER_EQUAL = "GREATER_EQUAL"
+    LESS_THAN = "LESS_THAN"
+    LESS_EQUAL = "LESS_EQUAL"
+    EXIST = "EXIST"
+    NOT_EXIST = "NOT_EXIST"
+
+
+class LogicalOperator(str, enum.Enum):
+    NOT = "NOT"
+    AND = "AND"
+    OR = "OR"
+
+
+@dataclass(frozen=True)
+class SingleColumnCondition:
+    column: str
+    comparator: Comparator
+    value: ColumnValue | None = None
+    pass_if_missing: bool = True
+    latest_version_only: bool = True
+
+
+@dataclass(frozen=True)
+class CompositeColumnCondition:
+    operator: LogicalOperator
+    conditions: tuple[ColumnCondition, ...]
+
+
+ColumnCondition = Union[SingleColumnCondition, CompositeColumnCondition]
+
+
+@dataclass(frozen=True)
+class Condition:
+    row_existence: RowExistence = RowExistence.IGNORE
+    column_condition: ColumnCondition | None = None
+
+
+class Direction(str, enum.Enum):
+    FORWARD = "FORWARD"
+    BACKWARD = "BACKWARD"
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """Cell versions ``[start, end)`` in ms, or exactly ``specific`` ms."""
+
+    start: int | None = None
+    end: int | None = None
+    specific: int | None = None
+
+
+# ---- batch writes ---------------------------------------------------------------------------------
+
+
+class WriteType(str, enum.Enum):
+    PUT = "PUT"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+
+
+@dataclass(frozen=True)
+class RowWrite:
+    """One row of a batch write. PUT: ``columns`` are the values; UPDATE: columns with their ``op``;
+    DELETE: no columns."""
+
+    table: str
+    type: WriteType
+    primary_key: PrimaryKey
+    columns: tuple[Column, ...] = ()
+    condition: Condition = field(default_factory=Condition)
+
+
+@dataclass(frozen=True)
+class RowWriteResult:
+    """Outcome of one row of a batch write, in request order."""
+
+    write: RowWrite
+    index: int
+    ok: bool
+    error: Exception | None = None
+    row: Row | None = None
+
+
+# ---- tunnel ---------------------------------------------------------------------------------------
+
+
+class TunnelType(str, enum.Enum):
+    BASE_DATA = "BaseData"
+    STREAM = "Stream"
+    BASE_AND_STREAM = "BaseAndStream"
+
+
+class TunnelStage(str, enum.Enum):
+    INIT = "InitBaseDataAndStreamShard"
+    PROCESS_BASE_DATA = "ProcessBaseData"
+    PROCESS_STREAM = "ProcessStream"
+
+
+class ChannelStatus(str, enum.Enum):
+    WAIT = "WAIT"
+    OPEN = "OPEN"
+    CLOSING = "CLOSING"
+    CLOSE = "CLOSE"
+    TERMINATED = "TERMINATED"
+
+
+class ActionType(enum.IntEnum):
+    PUT_ROW = 1
+    UPDATE_ROW = 2
+    DELETE_ROW = 3
+
+
+@dataclass(frozen=True)
+class TunnelInfo:
+    tunnel_id: str
+    tunnel_name: str
+    table_name: str
+    instance_name: str
+    tunnel_type: TunnelType
+    stage: TunnelStage
+    stream_id: str
+    expired: bool = False
+    create_time_ns: int = 0
+    stream_start_ns: int | None = None
+    stream_end_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class ChannelInfo:
+    channel_id: str
+    channel_type: str  # "BaseData" | "Stream"
+    status: ChannelStatus
+    client_id: str | None
+    consume_point_ns: int  # 0 = none (base channels)
+    row_count: int
+
+
+@dataclass(frozen=True)
+class TunnelDescription:
+    tunnel: TunnelInfo
+    channels: tuple[ChannelInfo, ...]
+    consume_point_ns: int  # tunnel_rpo: slowest stream channel, 0 = none yet
+
+
+class Record(NamedTuple):
+    """One change read from a tunnel channel. ``sequence`` is None for base-data records."""
+
+    action: ActionType
+    primary_key: PrimaryKey
+    columns: tuple[Column, ...]
+    sequence: SequenceInfo | None = None
+    origin_columns: tuple[Column, ...] | None = None
