@@ -1,0 +1,61 @@
+"""Architecture rules: client/ and emulator/ import without Airflow or PySpark; spark/ without Airflow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "airflow_tablestore"
+
+_BLOCKER = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def __init__(self, names): self.names = names
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in self.names:
+            raise ImportError(f'layering violation: {{name}} imported')
+sys.meta_path.insert(0, Block({blocked!r}))
+import importlib, pkgutil
+for module in {modules!r}:
+    importlib.import_module(module)
+print('ok')
+"""
+
+
+def _modules(subpackage: str) -> list[str]:
+    root = PACKAGE / subpackage
+    names = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "__main__.py":
+            continue
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names.append(".".join(parts))
+    return names
+
+
+@pytest.mark.parametrize(
+    ("subpackage", "blocked"),
+    [("client", {"airflow", "pyspark"}), ("emulator", {"airflow", "pyspark"}), ("spark", {"airflow"})],
+)
+def test_subpackage_imports_without_forbidden_dependencies(subpackage: str, blocked: set[str]) -> None:
+    modules = _modules(subpackage)
+    code = _BLOCKER.format(blocked=sorted(blocked), modules=modules)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("ok")
+
+
+def test_emulator_does_not_import_client() -> None:
+    """The emulator and the client share only the wire format (protocol/), so each tests the other."""
+    offenders = [
+        str(path.relative_to(PACKAGE.parent))
+        for path in (PACKAGE / "emulator").rglob("*.py")
+        if "airflow_tablestore.client" in path.read_text()
+    ]
+    assert offenders == []
