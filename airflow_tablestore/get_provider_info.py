@@ -1,0 +1,114 @@
+"""Provider metadata Airflow reads through the ``apache_airflow_provider`` entry point.
+
+A plain dict with no Airflow import, so provider discovery stays cheap. The connection form is declared with
+``conn-fields``/``ui-field-behaviour`` (the Airflow >= 3.2 declarative form; no hook import needed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_tablestore import __version__
+
+INTEGRATION = "Alibaba Cloud Tablestore"
+
+
+def get_provider_info() -> dict[str, Any]:
+    """Return the provider description validated by Airflow's ``provider_info.schema.json``."""
+    return {
+        "package-name": "airflow-provider-tablestore",
+        "name": "Alibaba Cloud Tablestore",
+        "description": (
+            "`Alibaba Cloud Tablestore (OTS) <https://www.alibabacloud.com/product/table-store>`__ "
+            "tables and Tunnel Service: hooks, operators, a consume-point sensor and its deferrable trigger."
+        ),
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": INTEGRATION,
+                "external-doc-url": "https://www.alibabacloud.com/help/en/tablestore/",
+                "tags": ["alibaba"],
+            }
+        ],
+        "hooks": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": [
+                    "airflow_tablestore.hooks.base",
+                    "airflow_tablestore.hooks.table",
+                    "airflow_tablestore.hooks.tunnel",
+                ],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": [
+                    "airflow_tablestore.operators.table",
+                    "airflow_tablestore.operators.tunnel",
+                ],
+            }
+        ],
+        "sensors": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["airflow_tablestore.sensors.tunnel"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["airflow_tablestore.triggers.tunnel"],
+            }
+        ],
+        "connection-types": [
+            {
+                "connection-type": "tablestore",
+                "hook-class-name": "airflow_tablestore.hooks.table.TablestoreHook",
+                "hook-name": "Alibaba Cloud Tablestore",
+                "conn-fields": {
+                    "instance_name": {
+                        "label": "Instance name",
+                        "description": "Tablestore instance name (required).",
+                        "schema": {"type": "string", "minLength": 1},
+                    },
+                    "region": {
+                        "label": "Region",
+                        "description": "Region id such as cn-hangzhou; enables V4 signing when set.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "sts_token": {
+                        "label": "STS token",
+                        "description": "Security token of temporary (STS) credentials.",
+                        "schema": {"type": ["string", "null"], "format": "password"},
+                    },
+                    "connect_timeout": {
+                        "label": "Connect timeout (s)",
+                        "description": "TCP connect timeout in seconds.",
+                        "schema": {"type": ["number", "null"], "minimum": 0},
+                    },
+                    "read_timeout": {
+                        "label": "Read timeout (s)",
+                        "description": "Socket read timeout in seconds.",
+                        "schema": {"type": ["number", "null"], "minimum": 0},
+                    },
+                },
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "port"],
+                    "relabeling": {
+                        "host": "Endpoint",
+                        "login": "AccessKey ID",
+                        "password": "AccessKey Secret",
+                    },
+                    "placeholders": {
+                        "host": "https://<instance>.<region>.ots.aliyuncs.com",
+                        "login": "LTAI...",
+                        "instance_name": "my-instance",
+                        "region": "cn-hangzhou",
+                        "connect_timeout": "10",
+                        "read_timeout": "60",
+                    },
+                },
+            }
+        ],
+    }
