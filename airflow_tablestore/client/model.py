@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, Union
 
 
@@ -270,6 +271,16 @@ class RowWriteResult:
 # ---- tunnel ---------------------------------------------------------------------------------------
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def ns_to_datetime(ns: int | None) -> datetime | None:
+    """Aware UTC ``datetime`` (µs precision) from nanoseconds since epoch; 0/None → None."""
+    if not ns:
+        return None
+    return _EPOCH + timedelta(microseconds=ns // 1_000)
+
+
 class TunnelType(str, enum.Enum):
     BASE_DATA = "BaseData"
     STREAM = "Stream"
@@ -320,12 +331,22 @@ class ChannelInfo:
     consume_point_ns: int  # 0 = none (base channels)
     row_count: int
 
+    @property
+    def consume_point(self) -> datetime | None:
+        """The channel consume point as an aware UTC ``datetime`` (None when there is none)."""
+        return ns_to_datetime(self.consume_point_ns)
+
 
 @dataclass(frozen=True)
 class TunnelDescription:
     tunnel: TunnelInfo
     channels: tuple[ChannelInfo, ...]
     consume_point_ns: int  # tunnel_rpo: slowest stream channel, 0 = none yet
+
+    @property
+    def consume_point(self) -> datetime | None:
+        """The tunnel consume point (slowest stream channel) as an aware UTC ``datetime``, or None."""
+        return ns_to_datetime(self.consume_point_ns)
 
 
 class Record(NamedTuple):
