@@ -11,20 +11,17 @@ from typing import Any
 
 from airflow_tablestore.client.errors import PlainBufferError
 from airflow_tablestore.client.model import ActionType, Column, Record
+from airflow_tablestore.client.plainbuffer import decode_record
 
 _ACTIONS = {a.value: a for a in ActionType}
 
 
 def _decode_origin(data: bytes) -> tuple[Column, ...]:
-    from airflow_tablestore.client.plainbuffer import decode_record
-
     return decode_record(data).columns
 
 
 def decode_records(messages: Iterable[Any]) -> list[Record]:
     """Decode ``ots_tunnel_pb2.Record`` messages in order. Base-data records have ``sequence=None``."""
-    from airflow_tablestore.client.plainbuffer import decode_record
-
     out: list[Record] = []
     append = out.append
     actions = _ACTIONS

@@ -1,0 +1,312 @@
+"""One channel's consumer: a small state machine WAIT → RUNNING → CLOSING → CLOSED.
+
+A reader thread keeps up to ``read_ahead`` ReadRecords answers queued while the consumer thread processes the
+previous batch, strictly in order. Progress is checkpointed every ``checkpoint_interval_s``, on close (the last
+fully processed token) and at "finished". Any failure closes the channel; the worker reports it to the server
+(CLOSE, or TERMINATED once finished) and whatever was not checkpointed is delivered again — at least once,
+order preserved.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+from airflow_tablestore.client.errors import ResourceGoneError, TablestoreError
+from airflow_tablestore.client.model import ChannelStatus
+from airflow_tablestore.client.tunnel import FINISHED, Channel, ReadResult, TunnelClient
+from airflow_tablestore.client.worker.checkpointer import Checkpointer
+from airflow_tablestore.client.worker.config import TunnelWorkerConfig
+from airflow_tablestore.client.worker.metrics import WorkerMetrics
+from airflow_tablestore.client.worker.processor import ChannelContext, ChannelProcessor
+from airflow_tablestore.client.worker.state import transition
+
+log = logging.getLogger(__name__)
+
+ENOUGH_RECORDS = 500
+ENOUGH_BYTES = 900 * 1024
+_POLL_S = 0.1
+
+
+class ConsumerState(enum.Enum):
+    WAIT = "WAIT"
+    RUNNING = "RUNNING"
+    CLOSING = "CLOSING"
+    CLOSED = "CLOSED"
+
+
+def enough_data(result: ReadResult) -> bool:
+    """The SDKs' rule: ``may_more_record`` when the server sends it, else > 500 records or > 900 KiB."""
+    if result.may_more is not None:
+        return result.may_more
+    return len(result.records) > ENOUGH_RECORDS or result.size_bytes > ENOUGH_BYTES
+
+
+class _Stop(Exception):
+    """Internal: the consumer was asked to stop while waiting."""
+
+
+class ChannelConsumer:
+    """Consumes one channel for one worker session. Driven by the worker's heartbeat thread via
+    :meth:`notify`; reports its own transition through :meth:`report`."""
+
+    def __init__(
+        self,
+        *,
+        client: TunnelClient,
+        context: ChannelContext,
+        channel: Channel,
+        token: str,
+        sequence_number: int,
+        processor: ChannelProcessor | None,
+        owns_processor: bool,
+        config: TunnelWorkerConfig,
+        metrics: WorkerMetrics,
+        semaphore: threading.Semaphore | None,
+        on_closed: Callable[[], None],
+        on_fatal: Callable[[BaseException], None],
+        failed: BaseException | None = None,
+    ) -> None:
+        self.channel_id = channel.channel_id
+        self.context = context
+        self._client = client
+        self._processor = processor
+        self._owns_processor = owns_processor
+        self._config = config
+        self._metrics = metrics
+        self._semaphore = semaphore
+        self._on_closed = on_closed
+        self._on_fatal = on_fatal
+        self._start_token = token
+        self._checkpointer = Checkpointer(client, context.tunnel_id, context.client_id, channel.channel_id,
+                                          sequence_number, token)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._flush_on_close = True
+        self._threads: list[threading.Thread] = []
+        self.version_seen = channel.version
+        self.reported: Channel | None = None
+        self.finished = token == FINISHED
+        self.error: BaseException | None = failed
+        self.state = ConsumerState.CLOSED if failed is not None else ConsumerState.WAIT
+        self.is_stream = context.channel_type == "Stream"
+
+    def __repr__(self) -> str:
+        return f"ChannelConsumer({self.channel_id}, {self.state.value}, finished={self.finished})"
+
+    # -- driven by the heartbeat thread -------------------------------------------------------------
+    def notify(self, channel: Channel) -> None:
+        """Apply the server's view of the channel (ignored if older than what we saw)."""
+        if channel.version < self.version_seen:
+            return
+        self.version_seen = channel.version
+        if channel.status == ChannelStatus.OPEN:
+            self._start()
+        elif channel.status == ChannelStatus.CLOSING:
+            self.stop()
+        else:  # CLOSE / TERMINATED: no longer ours, nothing to flush
+            self.stop(flush=False)
+
+    def report(self) -> Channel | None:
+        """Once closed: the transition to send (version + 1; TERMINATED if finished else CLOSE), once."""
+        with self._lock:
+            if self.state != ConsumerState.CLOSED or self.reported is not None:
+                return None
+            status = ChannelStatus.TERMINATED if self.finished else ChannelStatus.CLOSE
+            self.reported = transition(Channel(self.channel_id, self.version_seen, ChannelStatus.OPEN), status)
+            return self.reported
+
+    def superseded_by(self, channel: Channel) -> bool:
+        """True when the server re-opened the channel for us after our report: a fresh consumer is needed."""
+        return (self.reported is not None and channel.version > self.reported.version
+                and channel.status == ChannelStatus.OPEN)
+
+    def stop(self, *, flush: bool = True) -> None:
+        """Ask the consumer to stop (CLOSING). ``flush=False`` skips the final checkpoint."""
+        with self._lock:
+            if not flush:
+                self._flush_on_close = False
+            self._stop.set()
+            if self.state == ConsumerState.WAIT:
+                self.state = ConsumerState.CLOSED
+                closed_now = True
+            else:
+                if self.state == ConsumerState.RUNNING:
+                    self.state = ConsumerState.CLOSING
+                closed_now = False
+        if closed_now:
+            self._retire_processor()
+            self._on_closed()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the consumer threads; True when they ended."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            thread.join(remaining)
+        return not any(t.is_alive() for t in self._threads)
+
+    def _start(self) -> None:
+        with self._lock:
+            if self.state != ConsumerState.WAIT:
+                return
+            self.state = ConsumerState.RUNNING
+        thread = threading.Thread(target=self._run, name=f"tunnel-channel-{self.channel_id}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    # -- consumer thread ----------------------------------------------------------------------------
+    def _run(self) -> None:
+        batches: queue.Queue[ReadResult | BaseException] = queue.Queue(maxsize=self._config.read_ahead)
+        last_token = self._start_token
+        last_checkpoint = time.monotonic()
+        try:
+            if not self.finished:
+                reader = threading.Thread(target=self._read_loop, args=(batches,), daemon=True,
+                                          name=f"tunnel-reader-{self.channel_id}")
+                self._threads.append(reader)
+                reader.start()
+            while not self.finished and not self._stop.is_set():
+                try:
+                    item = batches.get(timeout=_POLL_S)
+                except queue.Empty:
+                    item = None
+                if isinstance(item, BaseException):
+                    raise item
+                if item is not None:
+                    if item.records:
+                        self._process(item, last_token)
+                    self._metrics.batch(self.channel_id, len(item.records), item.size_bytes,
+                                        self._last_sequence_us(item))
+                    last_token = item.next_token
+                if last_token == FINISHED:
+                    self._finish()
+                elif time.monotonic() - last_checkpoint >= self._config.checkpoint_interval_s:
+                    self._checkpoint(last_token)
+                    last_checkpoint = time.monotonic()
+        except _Stop:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - every failure closes the channel
+            self._fail(exc)
+        finally:
+            self._stop.set()
+            if self._flush_on_close and not self.finished and not isinstance(self.error, ResourceGoneError):
+                self._final_flush(last_token)
+            with self._lock:
+                self.state = ConsumerState.CLOSED
+            self._retire_processor()
+            self._on_closed()
+
+    def _process(self, batch: ReadResult, start_token: str) -> None:
+        assert self._processor is not None
+        ctx = self.context._replace(start_token=start_token, next_token=batch.next_token)
+        sem = self._semaphore
+        if sem is not None:
+            while not sem.acquire(timeout=_POLL_S):
+                if self._stop.is_set():
+                    raise _Stop()
+        try:
+            self._processor.process(batch.records, ctx)
+        finally:
+            if sem is not None:
+                sem.release()
+
+    def _finish(self) -> None:
+        for attempt in range(5):
+            try:
+                if self._checkpointer.checkpoint(FINISHED):
+                    self._metrics.add("checkpoints")
+                    self.finished = True
+                    log.info("channel %s finished", self.channel_id)
+                    return
+            except ResourceGoneError:
+                raise
+            if self._stop.wait(0.2 * (attempt + 1)):
+                raise _Stop()
+        raise TablestoreError("OTSClientError", f"could not checkpoint 'finished' for channel {self.channel_id}")
+
+    def _checkpoint(self, token: str) -> None:
+        if token != self._checkpointer.last_token and self._checkpointer.checkpoint(token):
+            self._metrics.add("checkpoints")
+
+    def _final_flush(self, token: str) -> None:
+        try:
+            if token == FINISHED:
+                if self._checkpointer.checkpoint(FINISHED):
+                    self.finished = True
+                return
+            self._checkpoint(token)
+        except TablestoreError as exc:
+            log.warning("channel %s: final checkpoint failed (%s); data after the previous checkpoint "
+                        "will be delivered again", self.channel_id, exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        self.error = exc
+        self._metrics.add("channel_errors")
+        if isinstance(exc, TablestoreError):
+            log.warning("channel %s closed after an error: %s", self.channel_id, exc)
+            self._on_fatal(exc)
+        else:
+            log.error("channel %s: processor failed; closing the channel, records after the last "
+                      "checkpoint will be delivered again", self.channel_id, exc_info=exc)
+
+    def _retire_processor(self) -> None:
+        processor, self._processor = self._processor, None
+        if processor is not None and self._owns_processor:
+            try:
+                processor.shutdown()
+            except Exception:  # noqa: BLE001
+                log.exception("channel %s: processor shutdown failed", self.channel_id)
+
+    @staticmethod
+    def _last_sequence_us(batch: ReadResult) -> int | None:
+        if batch.records:
+            seq = batch.records[-1].sequence
+            if seq is not None:
+                return seq.timestamp
+        return None
+
+    # -- reader thread ------------------------------------------------------------------------------
+    def _read_loop(self, out: queue.Queue[ReadResult | BaseException]) -> None:
+        ctx = self.context
+        token = self._start_token
+        empty_reads = 0
+        backoff = self._config.empty_read_backoff
+        try:
+            while not self._stop.is_set():
+                result = self._client.read_records(ctx.tunnel_id, ctx.client_id, ctx.channel_id, token)
+                self._put(out, result)
+                if result.next_token == FINISHED:
+                    return
+                token = result.next_token
+                if self.is_stream and not enough_data(result):
+                    if self._stop.wait(backoff.delay(empty_reads)):
+                        return
+                    empty_reads += 1
+                else:
+                    empty_reads = 0
+        except _Stop:
+            return
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer thread
+            try:
+                self._put(out, exc)
+            except _Stop:
+                return
+
+    def _put(self, out: queue.Queue[ReadResult | BaseException], item: ReadResult | BaseException) -> None:
+        while True:
+            try:
+                out.put(item, timeout=_POLL_S)
+                return
+            except queue.Full:
+                if self._stop.is_set():
+                    raise _Stop() from None
+
+
+def new_trace_id() -> str:
+    return uuid.uuid4().hex[:12]

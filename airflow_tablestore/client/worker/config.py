@@ -1,0 +1,71 @@
+"""``TunnelWorkerConfig``: every knob of the tunnel worker, with the official SDKs' defaults."""
+
+from __future__ import annotations
+
+import random
+import socket
+from dataclasses import dataclass, field
+
+MIN_HEARTBEAT_INTERVAL_S = 5.0
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential back-off with jitter: ``base × factor^n`` (±``jitter``), capped at ``max_s``."""
+
+    base_s: float = 0.02
+    factor: float = 5.0
+    jitter: float = 0.25
+    max_s: float = 5.0
+
+    def delay(self, attempt: int) -> float:
+        """Delay before retry number ``attempt`` (0-based)."""
+        raw = min(self.max_s, self.base_s * (self.factor ** min(attempt, 32)))
+        return max(0.0, raw * (1.0 + random.uniform(-self.jitter, self.jitter)))
+
+
+@dataclass(frozen=True)
+class TunnelWorkerConfig:
+    """Tunnel worker settings.
+
+    * ``heartbeat_interval_s`` (≥ 5 s unless ``allow_short_intervals``): how often channels are synchronised.
+    * ``heartbeat_timeout_s`` (> interval): sent to the server at connect; also the local watchdog — with no
+      successful heartbeat for that long the session is considered lost and the worker reconnects.
+    * ``checkpoint_interval_s``: the latest processed token is checkpointed at most this often (and always on
+      channel close and at "finished").
+    * ``max_channel_parallel``: at most this many channels run ``process()`` at once (None = unlimited).
+    * ``read_ahead``: ReadRecords answers buffered per channel while the previous batch is processed.
+    * ``empty_read_backoff``: sleep between stream reads that returned "not enough" data.
+    * ``reconnect_backoff_s``: random sleep range before reconnecting after losing the session.
+    * ``progress_log_interval_s``: period of the INFO progress line.
+    * ``allow_short_intervals``: lift the 5 s heartbeat minimum (tests against the emulator).
+    """
+
+    heartbeat_interval_s: float = 30.0
+    heartbeat_timeout_s: float = 300.0
+    checkpoint_interval_s: float = 10.0
+    max_channel_parallel: int | None = None
+    client_tag: str = field(default_factory=socket.gethostname)
+    read_ahead: int = 1
+    empty_read_backoff: Backoff = field(default_factory=Backoff)
+    reconnect_backoff_s: tuple[float, float] = (0.001, 10.0)
+    progress_log_interval_s: float = 60.0
+    allow_short_intervals: bool = False
+
+    def __post_init__(self) -> None:
+        minimum = 0.05 if self.allow_short_intervals else MIN_HEARTBEAT_INTERVAL_S
+        if self.heartbeat_interval_s < minimum:
+            raise ValueError(f"heartbeat_interval_s must be at least {minimum} s")
+        if self.heartbeat_timeout_s <= self.heartbeat_interval_s:
+            raise ValueError("heartbeat_timeout_s must be greater than heartbeat_interval_s")
+        if self.checkpoint_interval_s < 0:
+            raise ValueError("checkpoint_interval_s must be >= 0")
+        if self.max_channel_parallel is not None and self.max_channel_parallel < 1:
+            raise ValueError("max_channel_parallel must be None or >= 1")
+        if self.read_ahead < 1:
+            raise ValueError("read_ahead must be >= 1")
+        low, high = self.reconnect_backoff_s
+        if low < 0 or high < low:
+            raise ValueError("reconnect_backoff_s must be (low, high) with 0 <= low <= high")
+        if self.progress_log_interval_s <= 0:
+            raise ValueError("progress_log_interval_s must be positive")
