@@ -1,0 +1,233 @@
+"""Connection parsing shared by the Tablestore hooks.
+
+A ``tablestore`` connection holds the endpoint in ``host`` (``http://`` or ``https://``; a bare host name gets
+``https://``), the AccessKey ID in ``login``, the AccessKey secret in ``password`` and these extras:
+``instance_name`` (required), ``region`` (switches the client to V4 signing), ``sts_token``,
+``connect_timeout`` and ``read_timeout`` (seconds). Problems are reported as
+:class:`TablestoreConnectionError` naming the field; secrets never appear in messages or reprs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from airflow.sdk import BaseHook
+
+from airflow_tablestore.client.errors import TablestoreClientError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONN_ID = "tablestore_default"
+CONN_TYPE = "tablestore"
+
+
+class TablestoreConnectionError(TablestoreClientError, ValueError):
+    """The Airflow connection is missing a field or holds a malformed one (the message names the field)."""
+
+    def __init__(self, message: str, code: str = "OTSInvalidConnection", http_status: int | None = None,
+                 request_id: str | None = None) -> None:
+        super().__init__(message, code, http_status, request_id)
+
+
+@dataclass(frozen=True)
+class TablestoreConnectionConfig:
+    """Everything needed to build a client. ``repr`` never shows the secret or the STS token."""
+
+    endpoint: str
+    access_key_id: str
+    access_key_secret: str = field(repr=False)
+    instance_name: str
+    region: str | None = None
+    sts_token: str | None = field(default=None, repr=False)
+    connect_timeout: float | None = None
+    read_timeout: float | None = None
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``TableClient``/``TunnelClient``."""
+        kwargs: dict[str, Any] = {
+            "endpoint": self.endpoint,
+            "access_key_id": self.access_key_id,
+            "access_key_secret": self.access_key_secret,
+            "instance_name": self.instance_name,
+            "sts_token": self.sts_token,
+            "region": self.region,
+        }
+        if self.connect_timeout is not None or self.read_timeout is not None:
+            kwargs["timeout"] = (self.connect_timeout or 10.0, self.read_timeout or 60.0)
+        return kwargs
+
+
+def _extra_field(extra: dict[str, Any], name: str) -> Any:
+    """Read ``name`` from extras, accepting the legacy ``extra__tablestore__<name>`` form too."""
+    value = extra.get(name)
+    if value in (None, ""):
+        value = extra.get(f"extra__{CONN_TYPE}__{name}")
+    return None if value == "" else value
+
+
+def _timeout(extra: dict[str, Any], name: str, override: float | None) -> float | None:
+    raw = override if override is not None else _extra_field(extra, name)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise TablestoreConnectionError(f"connection extra '{name}' must be a number of seconds, got {raw!r}") from None
+    if value <= 0:
+        raise TablestoreConnectionError(f"connection extra '{name}' must be positive, got {value}")
+    return value
+
+
+def normalize_endpoint(host: str | None, port: int | None = None) -> str:
+    """Endpoint URL from the connection host: ``https://`` is added when no scheme is given."""
+    host = (host or "").strip().rstrip("/")
+    if not host:
+        raise TablestoreConnectionError(
+            "connection field 'host' (Endpoint) is empty: set it to e.g. "
+            "https://<instance>.<region>.ots.aliyuncs.com"
+        )
+    if "://" not in host:
+        host = f"https://{host}"
+    parts = urlsplit(host)
+    if parts.scheme not in ("http", "https"):
+        raise TablestoreConnectionError(
+            f"connection field 'host' (Endpoint) must use http:// or https://, got scheme {parts.scheme!r}"
+        )
+    if not parts.hostname:
+        raise TablestoreConnectionError("connection field 'host' (Endpoint) has no host name")
+    if parts.username or parts.password:
+        raise TablestoreConnectionError(
+            "connection field 'host' (Endpoint) must not embed credentials: use login/password"
+        )
+    if parts.query or parts.fragment:
+        raise TablestoreConnectionError(
+            "connection field 'host' (Endpoint) must not contain a query string or fragment"
+        )
+    try:
+        parts.port  # noqa: B018 - validates the port
+    except ValueError:
+        raise TablestoreConnectionError("connection field 'host' (Endpoint) has an invalid port") from None
+    netloc = parts.netloc
+    if port and parts.port is None:
+        netloc = f"{netloc}:{port}"
+    return f"{parts.scheme}://{netloc}{parts.path}"
+
+
+def parse_connection(
+    conn: Any,
+    extra: dict[str, Any],
+    *,
+    region: str | None = None,
+    connect_timeout: float | None = None,
+    read_timeout: float | None = None,
+) -> TablestoreConnectionConfig:
+    """Validate an Airflow connection (plus hook-level overrides) into a :class:`TablestoreConnectionConfig`."""
+    conn_id = getattr(conn, "conn_id", None) or "?"
+    if not conn.login:
+        raise TablestoreConnectionError(f"connection {conn_id!r}: field 'login' (AccessKey ID) is empty")
+    if not conn.password:
+        raise TablestoreConnectionError(f"connection {conn_id!r}: field 'password' (AccessKey Secret) is empty")
+    instance_name = _extra_field(extra, "instance_name")
+    if not instance_name or not isinstance(instance_name, str):
+        raise TablestoreConnectionError(
+            f"connection {conn_id!r}: extra 'instance_name' is required (the Tablestore instance name)"
+        )
+    region = region or _extra_field(extra, "region")
+    if region is not None and not isinstance(region, str):
+        raise TablestoreConnectionError(f"connection {conn_id!r}: extra 'region' must be a string")
+    sts_token = _extra_field(extra, "sts_token") or _extra_field(extra, "security_token")
+    if sts_token is not None and not isinstance(sts_token, str):
+        raise TablestoreConnectionError(f"connection {conn_id!r}: extra 'sts_token' must be a string")
+    return TablestoreConnectionConfig(
+        endpoint=normalize_endpoint(conn.host, conn.port),
+        access_key_id=conn.login,
+        access_key_secret=conn.password,
+        instance_name=instance_name,
+        region=region,
+        sts_token=sts_token,
+        connect_timeout=_timeout(extra, "connect_timeout", connect_timeout),
+        read_timeout=_timeout(extra, "read_timeout", read_timeout),
+    )
+
+
+class TablestoreBaseHook(BaseHook):
+    """Reads a ``tablestore`` connection; subclasses turn it into a client.
+
+    :param tablestore_conn_id: Airflow connection id.
+    :param region: overrides the connection's ``region`` extra.
+    :param connect_timeout: overrides the ``connect_timeout`` extra (seconds).
+    :param read_timeout: overrides the ``read_timeout`` extra (seconds).
+    """
+
+    conn_name_attr = "tablestore_conn_id"
+    default_conn_name = DEFAULT_CONN_ID
+    conn_type = CONN_TYPE
+    hook_name = "Alibaba Cloud Tablestore"
+    #: Constructor arguments (besides the conn id) a trigger needs to rebuild an identical hook.
+    hook_param_names: ClassVar[tuple[str, ...]] = ("region", "connect_timeout", "read_timeout")
+
+    def __init__(
+        self,
+        tablestore_conn_id: str = DEFAULT_CONN_ID,
+        *,
+        region: str | None = None,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.tablestore_conn_id = tablestore_conn_id
+        self.region = region
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self._config: TablestoreConnectionConfig | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(tablestore_conn_id={self.tablestore_conn_id!r})"
+
+    @property
+    def hook_params(self) -> dict[str, Any]:
+        """The complete hook configuration (conn id + overrides), JSON-serialisable, for triggers."""
+        params: dict[str, Any] = {"tablestore_conn_id": self.tablestore_conn_id}
+        params.update({name: getattr(self, name) for name in self.hook_param_names})
+        return params
+
+    def _overrides(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.hook_param_names}
+
+    def _register(self, config: TablestoreConnectionConfig) -> TablestoreConnectionConfig:
+        from airflow.sdk.log import mask_secret
+
+        mask_secret(config.access_key_secret)
+        if config.sts_token:
+            mask_secret(config.sts_token)
+        log.info(
+            "Using Tablestore connection %r: endpoint %s, instance %s, %s signing%s",
+            self.tablestore_conn_id, config.endpoint, config.instance_name,
+            "V4" if config.region else "V2", ", STS credentials" if config.sts_token else "",
+        )
+        self._config = config
+        return config
+
+    def get_config(self) -> TablestoreConnectionConfig:
+        """Parse (once) and return the connection configuration."""
+        if self._config is None:
+            conn = self.get_connection(self.tablestore_conn_id)
+            self._register(parse_connection(conn, conn.extra_dejson, **self._overrides()))
+        assert self._config is not None
+        return self._config
+
+    async def aget_config(self) -> TablestoreConnectionConfig:
+        """Async :meth:`get_config` for triggers (uses ``aget_connection``; never blocks the event loop)."""
+        if self._config is None:
+            from airflow.sdk.log import amask_secret
+
+            conn = await self.aget_connection(self.tablestore_conn_id)
+            config = parse_connection(conn, await conn.aextra_dejson(), **self._overrides())
+            await amask_secret(config.access_key_secret)
+            if config.sts_token:
+                await amask_secret(config.sts_token)
+            self._config = config
+        return self._config

@@ -1,0 +1,196 @@
+"""``TablestoreTunnelHook``: Tunnel Service management and the consume-point check used by the sensor."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from airflow_tablestore.client.errors import (
+    NotFoundError,
+    TablestoreClientError,
+    TablestoreError,
+    TunnelExpiredError,
+)
+from airflow_tablestore.client.model import ChannelStatus, TunnelDescription, TunnelType
+from airflow_tablestore.hooks.base import TablestoreBaseHook
+
+if TYPE_CHECKING:
+    from airflow_tablestore.client.tunnel import TunnelClient
+
+
+@dataclass(frozen=True)
+class ConsumePointCheck:
+    """Outcome of one consume-point check; ``consume_point_ns`` is the tunnel consume point (0 = none)."""
+
+    done: bool
+    consume_point_ns: int
+    tunnel_id: str
+    tunnel_type: str
+    message: str
+
+    def as_event(self) -> dict[str, Any]:
+        """JSON-serialisable form (trigger events, XCom)."""
+        return {
+            "tunnel_id": self.tunnel_id,
+            "tunnel_type": self.tunnel_type,
+            "consume_point_ns": self.consume_point_ns,
+            "consume_point": ns_to_iso(self.consume_point_ns),
+            "message": self.message,
+        }
+
+
+def ns_to_iso(ns: int) -> str | None:
+    """ISO-8601 UTC rendering of nanoseconds since epoch (None for 0)."""
+    if not ns:
+        return None
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
+
+
+def evaluate_consume_point(description: TunnelDescription, cutoff_ns: int) -> ConsumePointCheck:
+    """Decide whether a tunnel has been consumed up to ``cutoff_ns``.
+
+    Stream and BaseAndStream tunnels: done once the tunnel consume point (slowest stream channel) is at or
+    past the cutoff. BaseData tunnels: done once every channel is TERMINATED. Any tunnel whose channels are
+    all TERMINATED has nothing left to consume, so it is done too. Raises :class:`TunnelExpiredError` for an
+    expired tunnel (it will never progress).
+    """
+    info = description.tunnel
+    if info.expired:
+        raise TunnelExpiredError(
+            "OTSTunnelExpired",
+            f"tunnel {info.tunnel_name!r} on table {info.table_name!r} has expired (its stream position fell "
+            "out of the stream log retention): delete and recreate it, then reload the data",
+        )
+    channels = description.channels
+    terminated = sum(1 for c in channels if c.status == ChannelStatus.TERMINATED)
+    all_terminated = bool(channels) and terminated == len(channels)
+    point = description.consume_point_ns
+    kind = TunnelType(info.tunnel_type)
+    if kind == TunnelType.BASE_DATA or all_terminated:
+        done = all_terminated
+        message = f"{terminated}/{len(channels)} channels terminated"
+    else:
+        done = point > 0 and point >= cutoff_ns
+        message = f"consume point {ns_to_iso(point) or 'not set yet'}, cutoff {ns_to_iso(cutoff_ns)}"
+    return ConsumePointCheck(done, point, info.tunnel_id, kind.value, message)
+
+
+class TablestoreTunnelHook(TablestoreBaseHook):
+    """Tunnel Service hook. ``get_conn()`` returns a cached :class:`~airflow_tablestore.client.tunnel.TunnelClient`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._client: TunnelClient | None = None
+
+    def get_conn(self) -> TunnelClient:
+        """The cached tunnel client for this connection."""
+        if self._client is None:
+            from airflow_tablestore.client.tunnel import TunnelClient
+
+            self._client = TunnelClient(**self.get_config().client_kwargs())
+        return self._client
+
+    @property
+    def conn(self) -> TunnelClient:
+        return self.get_conn()
+
+    def close(self) -> None:
+        """Close the cached client."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def test_connection(self) -> tuple[bool, str]:
+        """List the tunnels of the instance: ``(True, message)`` when credentials and endpoint work."""
+        try:
+            tunnels = self.get_conn().list_tunnels()
+        except Exception as err:  # noqa: BLE001 - report any failure to the UI/CLI as text
+            return False, f"{type(err).__name__}: {err}"
+        return True, f"Connected to Tablestore instance {self.get_config().instance_name!r} ({len(tunnels)} tunnels)"
+
+    # -- management ---------------------------------------------------------------------------------
+    def find_tunnel(self, table_name: str, tunnel_name: str) -> TunnelDescription | None:
+        """DescribeTunnel, or None when the tunnel (or its table) does not exist."""
+        try:
+            return self.get_conn().describe_tunnel(table_name, tunnel_name)
+        except NotFoundError:
+            return None
+
+    def create_tunnel(
+        self,
+        table_name: str,
+        tunnel_name: str,
+        tunnel_type: TunnelType | str = TunnelType.BASE_AND_STREAM,
+        *,
+        stream_start: datetime | int | None = None,
+        stream_end: datetime | int | None = None,
+    ) -> str:
+        """CreateTunnel; returns the new tunnel id (raises :class:`AlreadyExistsError` if the name is taken)."""
+        return self.get_conn().create_tunnel(
+            table_name, tunnel_name, TunnelType(tunnel_type), stream_start=stream_start, stream_end=stream_end
+        )
+
+    def delete_tunnel(self, table_name: str, tunnel_name: str) -> bool:
+        """DeleteTunnel; returns False when the tunnel (or its table) was already absent."""
+        try:
+            self.get_conn().delete_tunnel(table_name, tunnel_name)
+        except NotFoundError:
+            return False
+        return True
+
+    # -- consume point ------------------------------------------------------------------------------
+    def get_consume_point(self, table_name: str, tunnel_name: str) -> int:
+        """The tunnel consume point in nanoseconds since epoch (0 while no stream record was consumed)."""
+        return self.get_conn().describe_tunnel(table_name, tunnel_name).consume_point_ns
+
+    def check_consume_point(self, table_name: str, tunnel_name: str, cutoff_ns: int) -> ConsumePointCheck:
+        """One synchronous check; raises :class:`TunnelNotFoundError`/:class:`TunnelExpiredError`."""
+        return evaluate_consume_point(self.get_conn().describe_tunnel(table_name, tunnel_name), cutoff_ns)
+
+    async def acheck_consume_point(self, table_name: str, tunnel_name: str, cutoff_ns: int) -> ConsumePointCheck:
+        """Async :meth:`check_consume_point`: connection read with ``aget_connection``, HTTP in a thread."""
+        await self.aget_config()
+        client = self.get_conn()  # config is cached: no synchronous connection lookup happens here
+        description = await asyncio.to_thread(client.describe_tunnel, table_name, tunnel_name)
+        return evaluate_consume_point(description, cutoff_ns)
+
+
+def to_epoch_ns(value: datetime | str | int | float | None) -> int:
+    """Nanoseconds since epoch from a datetime (naive = UTC), an ISO-8601 string or a number.
+
+    Numbers are read by magnitude: seconds (< 1e11), milliseconds (< 1e14), microseconds (< 1e17), else ns.
+    """
+    if value is None:
+        raise TablestoreClientError("time value is not set")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                raise TablestoreClientError(f"time value {text!r} is neither ISO-8601 nor a number") from None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        delta = value - datetime(1970, 1, 1, tzinfo=UTC)
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise TablestoreClientError(f"time value must be a datetime, ISO-8601 string or epoch number, got {value!r}")
+    for limit, factor in ((1e11, 1_000_000_000), (1e14, 1_000_000), (1e17, 1_000)):
+        if value < limit:
+            return int(value * factor)
+    return int(value)
+
+
+def tunnel_problem_message(err: TablestoreError, table_name: str, tunnel_name: str) -> str:
+    """Actionable text for a tunnel that is missing or expired (no retry will fix either)."""
+    if isinstance(err, TunnelExpiredError):
+        return str(err)
+    return (
+        f"tunnel {tunnel_name!r} on table {table_name!r} does not exist ({err}): create it first "
+        "(TablestoreCreateTunnelOperator) or fix the table/tunnel name"
+    )

@@ -1,0 +1,245 @@
+"""Operators that create and delete Tablestore tables (both idempotent)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+
+from airflow_tablestore.client.errors import AlreadyExistsError, TablestoreClientError
+from airflow_tablestore.client.model import (
+    ColumnType,
+    DefinedColumn,
+    PrimaryKeyColumn,
+    PrimaryKeyType,
+    ReservedThroughput,
+    StreamSpec,
+    TableOptions,
+    TableSchema,
+)
+from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
+from airflow_tablestore.hooks.table import TablestoreHook, replica_schema, schema_differences
+from airflow_tablestore.operators._lineage import table_lineage
+
+
+class TableSchemaMismatchError(TablestoreClientError):
+    """The table exists with a schema other than the one asked for."""
+
+    def __init__(self, message: str, code: str = "OTSTableSchemaMismatch", http_status: int | None = None,
+                 request_id: str | None = None) -> None:
+        super().__init__(message, code, http_status, request_id)
+
+
+PrimaryKeySpec = PrimaryKeyColumn | tuple[str, str] | Mapping[str, Any]
+ColumnSpec = DefinedColumn | tuple[str, str] | Mapping[str, Any]
+
+
+def _primary_key_column(spec: PrimaryKeySpec) -> PrimaryKeyColumn:
+    if isinstance(spec, PrimaryKeyColumn):
+        return spec
+    if isinstance(spec, Mapping):
+        return PrimaryKeyColumn(
+            str(spec["name"]), PrimaryKeyType(str(spec["type"]).upper()), bool(spec.get("auto_increment", False))
+        )
+    name, kind = spec
+    return PrimaryKeyColumn(name, PrimaryKeyType(kind.upper()))
+
+
+def _defined_column(spec: ColumnSpec) -> DefinedColumn:
+    if isinstance(spec, DefinedColumn):
+        return spec
+    if isinstance(spec, Mapping):
+        return DefinedColumn(str(spec["name"]), ColumnType(str(spec["type"]).upper()))
+    name, kind = spec
+    return DefinedColumn(name, ColumnType(kind.upper()))
+
+
+def _options(spec: TableOptions | Mapping[str, Any] | None) -> TableOptions:
+    if spec is None:
+        return TableOptions()
+    return spec if isinstance(spec, TableOptions) else TableOptions(**dict(spec))
+
+
+def _stream(spec: StreamSpec | Mapping[str, Any] | bool | None) -> StreamSpec | None:
+    if spec is None or isinstance(spec, StreamSpec):
+        return spec
+    if isinstance(spec, bool):
+        return StreamSpec(enabled=spec)
+    values = dict(spec)
+    if "columns_to_get" in values:
+        values["columns_to_get"] = tuple(values["columns_to_get"])
+    return StreamSpec(**values)
+
+
+class TablestoreCreateTableOperator(BaseOperator):
+    """Create a table from an explicit schema, or as a replica of ``source_table``.
+
+    Idempotent: an existing table with the same schema (primary key, defined columns, options and, when
+    given, the stream setting) is accepted; a different one fails with :class:`TableSchemaMismatchError`
+    listing the differences. With ``source_table`` the schema, options and stream settings are copied from
+    the source (optionally on another connection) and ``max_time_deviation`` is raised to
+    ``MAX_TIME_DEVIATION`` so original cell versions can be replicated.
+
+    :param table_name: table to create.
+    :param primary_key: primary-key columns: ``PrimaryKeyColumn``, ``(name, type)`` or
+        ``{"name", "type", "auto_increment"}``; types ``INTEGER``/``STRING``/``BINARY``.
+    :param defined_columns: optional pre-defined columns (``DefinedColumn``, ``(name, type)`` or dict).
+    :param options: ``TableOptions`` or a dict of its fields.
+    :param stream: ``StreamSpec``, a dict of its fields, or True/False.
+    :param reserved_throughput: ``(read, write)`` capacity units, default ``(0, 0)``.
+    :param source_table: copy the schema of this table instead of giving one.
+    :param source_tablestore_conn_id: connection of ``source_table`` (default: ``tablestore_conn_id``).
+    :param raise_max_time_deviation: for replicas, raise ``max_time_deviation`` (default True).
+    :param tablestore_conn_id: Airflow connection id.
+    :param region: overrides the connection's region.
+    :return: (XCom) ``{"table_name", "created", "uri"}``.
+    """
+
+    template_fields: Sequence[str] = (
+        "tablestore_conn_id",
+        "source_tablestore_conn_id",
+        "table_name",
+        "source_table",
+        "region",
+    )
+    ui_color = "#ff8c3a"
+
+    def __init__(
+        self,
+        *,
+        table_name: str,
+        primary_key: Sequence[PrimaryKeySpec] | None = None,
+        defined_columns: Sequence[ColumnSpec] = (),
+        options: TableOptions | Mapping[str, Any] | None = None,
+        stream: StreamSpec | Mapping[str, Any] | bool | None = None,
+        reserved_throughput: tuple[int, int] | None = None,
+        source_table: str | None = None,
+        source_tablestore_conn_id: str | None = None,
+        raise_max_time_deviation: bool = True,
+        tablestore_conn_id: str = DEFAULT_CONN_ID,
+        region: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table_name = table_name
+        self.primary_key = primary_key
+        self.defined_columns = defined_columns
+        self.options = options
+        self.stream = stream
+        self.reserved_throughput = reserved_throughput
+        self.source_table = source_table
+        self.source_tablestore_conn_id = source_tablestore_conn_id
+        self.raise_max_time_deviation = raise_max_time_deviation
+        self.tablestore_conn_id = tablestore_conn_id
+        self.region = region
+
+    @cached_property
+    def hook(self) -> TablestoreHook:
+        return TablestoreHook(self.tablestore_conn_id, region=self.region)
+
+    def _wanted_schema(self) -> TableSchema:
+        if self.source_table:
+            if self.primary_key:
+                raise ValueError("give either primary_key or source_table, not both")
+            source_hook = (
+                TablestoreHook(self.source_tablestore_conn_id, region=self.region)
+                if self.source_tablestore_conn_id and self.source_tablestore_conn_id != self.tablestore_conn_id
+                else self.hook
+            )
+            source = source_hook.describe_table(self.source_table)
+            if source is None:
+                raise ValueError(
+                    f"source table {self.source_table!r} does not exist on connection "
+                    f"{source_hook.tablestore_conn_id!r}"
+                )
+            self.log.info("Copying schema, options and stream settings of %r", self.source_table)
+            return replica_schema(
+                source, self.table_name, raise_max_time_deviation=self.raise_max_time_deviation
+            )
+        if not self.primary_key:
+            raise ValueError("primary_key is required (or give source_table to copy a schema)")
+        read, write = self.reserved_throughput or (0, 0)
+        return TableSchema(
+            name=self.table_name,
+            primary_key=tuple(_primary_key_column(c) for c in self.primary_key),
+            defined_columns=tuple(_defined_column(c) for c in self.defined_columns),
+            options=_options(self.options),
+            reserved_throughput=ReservedThroughput(read, write),
+            stream=_stream(self.stream),
+        )
+
+    def _check_existing(self, wanted: TableSchema) -> None:
+        existing = self.hook.describe_table(self.table_name)
+        if existing is None:
+            raise TablestoreClientError(f"table {self.table_name!r} reported as existing but cannot be described")
+        differences = schema_differences(existing, wanted)
+        if differences:
+            raise TableSchemaMismatchError(
+                f"table {self.table_name!r} already exists with a different schema: " + "; ".join(differences)
+                + ". Drop it, choose another name, or align the operator's schema."
+            )
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        wanted = self._wanted_schema()
+        created = False
+        if self.hook.describe_table(self.table_name) is None:
+            try:
+                self.hook.create_table(wanted)
+                created = True
+                self.log.info("Created table %r", self.table_name)
+            except AlreadyExistsError:
+                self.log.info("Table %r was created concurrently; checking its schema", self.table_name)
+        if not created:
+            self._check_existing(wanted)
+            self.log.info("Table %r already exists with the wanted schema", self.table_name)
+        return {"table_name": self.table_name, "created": created, "uri": self.hook.dataset_uri(self.table_name)}
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Lineage: the source table (replicas) as input, the created table as output."""
+        instance = self.hook.get_config().instance_name
+        inputs = [self.source_table] if self.source_table and not self.source_tablestore_conn_id else []
+        return table_lineage(instance, inputs=inputs, outputs=[self.table_name])
+
+
+class TablestoreDeleteTableOperator(BaseOperator):
+    """Delete a table; succeeds when it is already gone.
+
+    :param table_name: table to delete.
+    :param tablestore_conn_id: Airflow connection id.
+    :param region: overrides the connection's region.
+    :return: (XCom) True if this run deleted the table, False if it was absent.
+    """
+
+    template_fields: Sequence[str] = ("tablestore_conn_id", "table_name", "region")
+    ui_color = "#ff8c3a"
+
+    def __init__(
+        self,
+        *,
+        table_name: str,
+        tablestore_conn_id: str = DEFAULT_CONN_ID,
+        region: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table_name = table_name
+        self.tablestore_conn_id = tablestore_conn_id
+        self.region = region
+
+    @cached_property
+    def hook(self) -> TablestoreHook:
+        return TablestoreHook(self.tablestore_conn_id, region=self.region)
+
+    def execute(self, context: Context) -> bool:
+        deleted = self.hook.delete_table(self.table_name)
+        if deleted:
+            self.log.info("Deleted table %r", self.table_name)
+        else:
+            self.log.info("Table %r does not exist: nothing to delete", self.table_name)
+        return deleted
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Lineage: the deleted table as output."""
+        return table_lineage(self.hook.get_config().instance_name, outputs=[self.table_name])

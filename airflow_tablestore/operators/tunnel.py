@@ -1,0 +1,152 @@
+"""Operators that create and delete Tunnel Service tunnels (both idempotent by tunnel name)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+
+from airflow_tablestore.client.errors import AlreadyExistsError, TablestoreClientError
+from airflow_tablestore.client.model import TunnelType
+from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
+from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, to_epoch_ns
+from airflow_tablestore.operators._lineage import table_lineage
+
+
+class TablestoreCreateTunnelOperator(BaseOperator):
+    """Create a tunnel on a table and push its id to XCom.
+
+    Idempotent by name: when a tunnel with this name exists on the table and has the same type, its id is
+    returned; a different type fails with a clear message.
+
+    :param table_name: table the tunnel reads.
+    :param tunnel_name: tunnel name (unique per table).
+    :param tunnel_type: ``BaseAndStream`` (default), ``BaseData`` or ``Stream``.
+    :param stream_start: start of the stream part (datetime, ISO-8601 string or epoch number); default:
+        now (the service's "latest").
+    :param stream_end: end of the stream part (a Stream tunnel with an end is a backfill tunnel).
+    :param tablestore_conn_id: Airflow connection id.
+    :param region: overrides the connection's region.
+    :return: (XCom) the tunnel id.
+    """
+
+    template_fields: Sequence[str] = (
+        "tablestore_conn_id",
+        "table_name",
+        "tunnel_name",
+        "tunnel_type",
+        "stream_start",
+        "stream_end",
+        "region",
+    )
+    ui_color = "#ffb35c"
+
+    def __init__(
+        self,
+        *,
+        table_name: str,
+        tunnel_name: str,
+        tunnel_type: TunnelType | str = TunnelType.BASE_AND_STREAM,
+        stream_start: datetime | str | int | None = None,
+        stream_end: datetime | str | int | None = None,
+        tablestore_conn_id: str = DEFAULT_CONN_ID,
+        region: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table_name = table_name
+        self.tunnel_name = tunnel_name
+        self.tunnel_type = tunnel_type
+        self.stream_start = stream_start
+        self.stream_end = stream_end
+        self.tablestore_conn_id = tablestore_conn_id
+        self.region = region
+
+    @cached_property
+    def hook(self) -> TablestoreTunnelHook:
+        return TablestoreTunnelHook(self.tablestore_conn_id, region=self.region)
+
+    def _existing_id(self, wanted: TunnelType) -> str | None:
+        existing = self.hook.find_tunnel(self.table_name, self.tunnel_name)
+        if existing is None:
+            return None
+        if existing.tunnel.tunnel_type != wanted:
+            raise TablestoreClientError(
+                f"tunnel {self.tunnel_name!r} on table {self.table_name!r} already exists with type "
+                f"{existing.tunnel.tunnel_type.value}, wanted {wanted.value}: delete it or choose another name"
+            )
+        return existing.tunnel.tunnel_id
+
+    def execute(self, context: Context) -> str:
+        try:
+            wanted = TunnelType(self.tunnel_type)
+        except ValueError:
+            raise ValueError(
+                f"tunnel_type must be one of {[t.value for t in TunnelType]}, got {self.tunnel_type!r}"
+            ) from None
+        start = to_epoch_ns(self.stream_start) if self.stream_start not in (None, "") else None
+        end = to_epoch_ns(self.stream_end) if self.stream_end not in (None, "") else None
+        tunnel_id = self._existing_id(wanted)
+        if tunnel_id is not None:
+            self.log.info("Tunnel %r on %r already exists: %s", self.tunnel_name, self.table_name, tunnel_id)
+            return tunnel_id
+        try:
+            tunnel_id = self.hook.create_tunnel(
+                self.table_name, self.tunnel_name, wanted, stream_start=start, stream_end=end
+            )
+        except AlreadyExistsError:
+            tunnel_id = self._existing_id(wanted)
+            if tunnel_id is None:
+                raise
+            self.log.info("Tunnel %r was created concurrently: %s", self.tunnel_name, tunnel_id)
+            return tunnel_id
+        self.log.info("Created %s tunnel %r on %r: %s", wanted.value, self.tunnel_name, self.table_name, tunnel_id)
+        return tunnel_id
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Lineage: the tunnel's table as input (the tunnel reads it)."""
+        return table_lineage(self.hook.get_config().instance_name, inputs=[self.table_name])
+
+
+class TablestoreDeleteTunnelOperator(BaseOperator):
+    """Delete a tunnel (and its checkpoints); succeeds when it is already gone.
+
+    :param table_name: table of the tunnel.
+    :param tunnel_name: tunnel name.
+    :param tablestore_conn_id: Airflow connection id.
+    :param region: overrides the connection's region.
+    :return: (XCom) True if this run deleted the tunnel, False if it was absent.
+    """
+
+    template_fields: Sequence[str] = ("tablestore_conn_id", "table_name", "tunnel_name", "region")
+    ui_color = "#ffb35c"
+
+    def __init__(
+        self,
+        *,
+        table_name: str,
+        tunnel_name: str,
+        tablestore_conn_id: str = DEFAULT_CONN_ID,
+        region: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table_name = table_name
+        self.tunnel_name = tunnel_name
+        self.tablestore_conn_id = tablestore_conn_id
+        self.region = region
+
+    @cached_property
+    def hook(self) -> TablestoreTunnelHook:
+        return TablestoreTunnelHook(self.tablestore_conn_id, region=self.region)
+
+    def execute(self, context: Context) -> bool:
+        deleted = self.hook.delete_tunnel(self.table_name, self.tunnel_name)
+        if deleted:
+            self.log.info("Deleted tunnel %r on %r", self.tunnel_name, self.table_name)
+        else:
+            self.log.info("Tunnel %r on %r does not exist: nothing to delete", self.tunnel_name, self.table_name)
+        return deleted
