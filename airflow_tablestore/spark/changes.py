@@ -1,0 +1,180 @@
+"""Tunnel records as sink writes and as Arrow change-log rows (and back).
+
+Two pure conversions used on the executors:
+
+* :func:`record_to_write` — a record as the ``RowWrite`` that replays it on a replica, keeping the original
+  cell versions (PUT_ROW → put of every version, UPDATE_ROW → per-column put / delete one version / delete all
+  versions, DELETE_ROW → delete).
+* :func:`records_to_arrow` / :func:`arrow_to_records` — one change-log row per record: channel, position,
+  action, primary key and columns as lists of typed-value structs (exact for every Tablestore type, including
+  BINARY), and the stream sequence (null for base data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from airflow_tablestore.client.model import (
+    ActionType,
+    CellOp,
+    Column,
+    PrimaryKey,
+    Record,
+    RowWrite,
+    SequenceInfo,
+    WriteType,
+)
+
+_VALUE_FIELDS = [
+    pa.field("type", pa.string()),
+    pa.field("int_value", pa.int64()),
+    pa.field("double_value", pa.float64()),
+    pa.field("bool_value", pa.bool_()),
+    pa.field("string_value", pa.string()),
+    pa.field("binary_value", pa.binary()),
+]
+PK_TYPE = pa.struct([pa.field("name", pa.string()), *_VALUE_FIELDS])
+COLUMN_TYPE = pa.struct([
+    pa.field("name", pa.string()),
+    pa.field("op", pa.string()),
+    pa.field("timestamp", pa.int64()),
+    *_VALUE_FIELDS,
+])
+CHANGE_SCHEMA = pa.schema([
+    pa.field("channel_id", pa.string(), nullable=False),
+    pa.field("chunk", pa.string(), nullable=False),  # hash of the start token of the round that read it
+    pa.field("record_index", pa.int64(), nullable=False),  # position within the chunk
+    pa.field("action", pa.string(), nullable=False),
+    pa.field("primary_key", pa.list_(PK_TYPE), nullable=False),
+    pa.field("columns", pa.list_(COLUMN_TYPE), nullable=False),
+    pa.field("sequence_epoch", pa.int64()),
+    pa.field("sequence_timestamp_us", pa.int64()),
+    pa.field("sequence_row_index", pa.int64()),
+])
+"""Arrow/Parquet schema of the change log (one row per record)."""
+
+_WRITE_TYPES = {
+    ActionType.PUT_ROW: WriteType.PUT,
+    ActionType.UPDATE_ROW: WriteType.UPDATE,
+    ActionType.DELETE_ROW: WriteType.DELETE,
+}
+_OPS = {op.name: op for op in CellOp}
+_ACTIONS = {a.name: a for a in ActionType}
+
+
+def record_to_write(table: str, record: Record) -> RowWrite | None:
+    """The write that applies ``record`` to ``table``; None for an update without columns (a no-op)."""
+    wtype = _WRITE_TYPES[record.action]
+    if wtype is WriteType.DELETE:
+        return RowWrite(table=table, type=WriteType.DELETE, primary_key=record.primary_key)
+    if wtype is WriteType.PUT:
+        columns = tuple(c for c in record.columns if c.op == CellOp.PUT)
+        return RowWrite(table=table, type=WriteType.PUT, primary_key=record.primary_key, columns=columns)
+    if not record.columns:
+        return None
+    return RowWrite(table=table, type=WriteType.UPDATE, primary_key=record.primary_key, columns=record.columns)
+
+
+# ---- Arrow change log -------------------------------------------------------------------------------
+
+
+def _typed(value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": None, "int_value": None, "double_value": None, "bool_value": None,
+        "string_value": None, "binary_value": None,
+    }
+    if value is None:
+        return out
+    if isinstance(value, bool):
+        out["type"], out["bool_value"] = "BOOLEAN", value
+    elif isinstance(value, int):
+        out["type"], out["int_value"] = "INTEGER", value
+    elif isinstance(value, float):
+        out["type"], out["double_value"] = "DOUBLE", value
+    elif isinstance(value, str):
+        out["type"], out["string_value"] = "STRING", value
+    elif isinstance(value, bytes | bytearray | memoryview):
+        out["type"], out["binary_value"] = "BINARY", bytes(value)
+    else:  # INF_MIN/INF_MAX/AUTO_INCREMENT never appear in records
+        raise TypeError(f"unsupported value {value!r} in a tunnel record")
+    return out
+
+
+def _untyped(item: dict[str, Any]) -> Any:
+    kind = item.get("type")
+    if kind is None:
+        return None
+    return item[{
+        "INTEGER": "int_value", "DOUBLE": "double_value", "BOOLEAN": "bool_value",
+        "STRING": "string_value", "BINARY": "binary_value",
+    }[kind]]
+
+
+def record_to_row(record: Record, channel_id: str, chunk: str, index: int) -> dict[str, Any]:
+    """One change-log row (a dict matching :data:`CHANGE_SCHEMA`)."""
+    pk = []
+    for name, value in record.primary_key:
+        item = _typed(value)
+        item["name"] = name
+        pk.append(item)
+    columns = []
+    for col in record.columns:
+        item = _typed(col.value)
+        item["name"] = col.name
+        item["op"] = CellOp(col.op).name
+        item["timestamp"] = col.timestamp
+        columns.append(item)
+    seq = record.sequence
+    return {
+        "channel_id": channel_id,
+        "chunk": chunk,
+        "record_index": index,
+        "action": ActionType(record.action).name,
+        "primary_key": pk,
+        "columns": columns,
+        "sequence_epoch": seq.epoch if seq else None,
+        "sequence_timestamp_us": seq.timestamp if seq else None,
+        "sequence_row_index": seq.row_index if seq else None,
+    }
+
+
+def records_to_arrow(records: Sequence[Record], channel_id: str, chunk: str, first_index: int = 0) -> pa.Table:
+    """Records as a change-log table, positions numbered from ``first_index``."""
+    rows = [record_to_row(r, channel_id, chunk, first_index + i) for i, r in enumerate(records)]
+    return pa.Table.from_pylist(rows, schema=CHANGE_SCHEMA)
+
+
+def row_to_record(row: dict[str, Any]) -> Record:
+    """Inverse of :func:`record_to_row` (origin columns are not kept in the change log)."""
+    pk: PrimaryKey = tuple((item["name"], _untyped(item)) for item in row["primary_key"])
+    columns = tuple(
+        Column(item["name"], _untyped(item), item["timestamp"], _OPS[item["op"]]) for item in row["columns"]
+    )
+    seq = None
+    if row.get("sequence_timestamp_us") is not None:
+        seq = SequenceInfo(int(row["sequence_epoch"]), int(row["sequence_timestamp_us"]),
+                           int(row["sequence_row_index"]))
+    return Record(_ACTIONS[row["action"]], pk, columns, seq)
+
+
+def arrow_to_records(table: pa.Table) -> list[Record]:
+    """All records of a change-log table, in row order."""
+    return [row_to_record(row) for row in table.to_pylist()]
+
+
+def iter_record_batches(records: Iterable[Record], channel_id: str, chunk: str,
+                        batch_rows: int = 10_000) -> Iterable[pa.RecordBatch]:
+    """Records as change-log record batches of at most ``batch_rows`` rows."""
+    buffer: list[Record] = []
+    index = 0
+    for record in records:
+        buffer.append(record)
+        if len(buffer) >= batch_rows:
+            yield from records_to_arrow(buffer, channel_id, chunk, index).to_batches()
+            index += len(buffer)
+            buffer = []
+    if buffer:
+        yield from records_to_arrow(buffer, channel_id, chunk, index).to_batches()

@@ -1,0 +1,142 @@
+"""``spark-submit`` application: consume a Tablestore tunnel into a Tablestore table or a Parquet change log.
+
+Ship this file as the application (``python -c "import airflow_tablestore.spark.consumer as m;
+print(m.__file__)"`` prints its path)::
+
+    spark-submit --master local[2] .../airflow_tablestore/spark/consumer.py \\
+        --table src --tunnel t --phase incremental --cutoff 2026-11-21T12:00:00Z \\
+        --sink tablestore --sink-table dst
+
+Credentials: ``TABLESTORE_ENDPOINT``, ``TABLESTORE_INSTANCE``, ``TABLESTORE_ACCESS_KEY_ID``,
+``TABLESTORE_ACCESS_KEY_SECRET`` [, ``TABLESTORE_STS_TOKEN``] (and ``TABLESTORE_SINK_*`` for a sink on another
+instance) or ``--credentials-file``. Exit codes: 0 done, 1 failure (message in the log), 2 bad arguments,
+143 terminated by SIGTERM (the tunnel client is shut down cleanly first).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__" and __package__ in (None, ""):
+    # Run as a file path: don't let this directory shadow top-level modules, import the installed package.
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import signal  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from types import FrameType  # noqa: E402
+from typing import Any  # noqa: E402
+
+log = logging.getLogger("airflow_tablestore.spark")
+
+
+class Terminated(SystemExit):
+    """Raised in the driver's main thread on SIGTERM so ``finally`` blocks shut the tunnel client down."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(143)
+
+
+def application_path() -> str:
+    """Filesystem path of this file, for ``SparkSubmitOperator(application=...)``."""
+    return os.path.abspath(__file__)
+
+
+def build_sink(options: Any, source: Any) -> Any:
+    """The sink described by the options (sink credentials default to the source instance)."""
+    from airflow_tablestore.spark import settings as settings_mod
+    from airflow_tablestore.spark.sinks import ParquetSink, TablestoreSink
+
+    if options.sink == "parquet":
+        return ParquetSink(options.sink_path)
+    sink_settings = settings_mod.load(
+        credentials_file=options.credentials_file, section="sink", env_prefix=options.sink_env_prefix,
+        fallback=source,
+    )
+    return TablestoreSink(sink_settings, options.sink_table, options.request_timeout)
+
+
+def default_spark_factory(options: Any) -> Any:
+    """A ``SparkSession`` for the job (master and resources come from spark-submit)."""
+
+    def factory() -> Any:
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.appName(options.app_name or f"tablestore-{options.tunnel}-{options.phase}")
+        builder = builder.config("spark.speculation", "false")  # a tunnel read must run once per round
+        builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel(os.environ.get("TABLESTORE_SPARK_LOG_LEVEL", "WARN"))
+        log.info("spark %s, master %s", spark.version, spark.sparkContext.master)
+        return spark
+
+    return factory
+
+
+def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
+    """Parse, run one phase, log a ``CONSUMER_SUMMARY {json}`` line; returns the exit code."""
+    from airflow_tablestore.client.errors import TablestoreError
+    from airflow_tablestore.spark import settings as settings_mod
+    from airflow_tablestore.spark.driver import ConsumerJob, JobError
+    from airflow_tablestore.spark.options import OptionsError, parse_args
+
+    try:
+        options = parse_args(argv)
+    except OptionsError as exc:
+        log.error("%s", exc)
+        return 2
+    spark_holder: list[Any] = []
+    job = None
+    try:
+        source = settings_mod.load(credentials_file=options.credentials_file, section="source",
+                                   env_prefix=settings_mod.SOURCE_PREFIX)
+        sink = build_sink(options, source)
+        factory = spark_factory or default_spark_factory(options)
+
+        def tracked_factory() -> Any:
+            spark_holder.append(factory())
+            return spark_holder[-1]
+
+        job = ConsumerJob(options, source, sink, tracked_factory)
+        summary = job.run()
+        print("CONSUMER_SUMMARY " + json.dumps(summary.as_dict(), sort_keys=True), flush=True)
+        return 0
+    except JobError as exc:
+        log.error("%s", exc)
+        return 1
+    except TablestoreError as exc:
+        log.error("Tablestore error: %s", exc)
+        return 1
+    except Terminated:
+        log.warning("terminated by SIGTERM: tunnel client shut down, nothing checkpointed past the sink")
+        return 143
+    except Exception as exc:  # Spark task failures surface as Py4J/AnalysisExceptions; keep the message
+        log.error("consumer failed: %s: %s", type(exc).__name__, str(exc)[-4000:])
+        return 1
+    finally:
+        if job is not None:
+            job.close()
+        if spark_factory is None:
+            for spark in spark_holder:
+                with contextlib.suppress(Exception):  # best effort on the way out
+                    spark.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point (``spark-submit consumer.py ...`` or ``python -m airflow_tablestore.spark.consumer``)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return run(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

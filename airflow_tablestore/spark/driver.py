@@ -1,0 +1,277 @@
+"""The driver loop: check the tunnel, then run bounded rounds until the phase is done.
+
+A round: heartbeat → GetCheckpoint of the OPEN channels of the phase → one Spark job (``mapInArrow``, one task
+per channel) that reads and writes to the sink → only then Checkpoint the new tokens and report finished
+channels TERMINATED. Full phase: until every BaseData channel is TERMINATED and the tunnel reached
+ProcessStream. Incremental phase: until the tunnel consume point (slowest stream channel) reaches the cutoff.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow_tablestore.client.errors import TablestoreError, TunnelExpiredError, TunnelNotFoundError
+from airflow_tablestore.client.model import ChannelStatus, TunnelDescription, TunnelStage, TunnelType
+from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
+from airflow_tablestore.spark.options import JobOptions
+from airflow_tablestore.spark.reader import CONTROL_DDL, ChannelTask, RoundPlan, round_function
+from airflow_tablestore.spark.session import SessionLostError, TunnelSession
+from airflow_tablestore.spark.settings import TablestoreSettings
+from airflow_tablestore.spark.sinks import Sink
+
+log = logging.getLogger("airflow_tablestore.spark")
+
+BASE = "BaseData"
+STREAM = "Stream"
+MAX_RECONNECTS = 5
+
+
+class JobError(RuntimeError):
+    """A failure the job reports with an actionable message and a non-zero exit code."""
+
+
+@dataclass
+class JobSummary:
+    """What a run did (logged as one JSON line at the end)."""
+
+    phase: str
+    table: str
+    tunnel: str
+    skipped: bool = False
+    rounds: int = 0
+    records: int = 0
+    bytes: int = 0
+    channels_finished: int = 0
+    seconds: float = 0.0
+    consume_point: str | None = None
+    cutoff: str | None = None
+    profile: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def records_per_second(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["records_per_second"] = round(self.records_per_second, 1)
+        out["seconds"] = round(self.seconds, 3)
+        out["profile"] = {k: round(v, 3) for k, v in self.profile.items()}
+        return out
+
+
+def _fmt_ns(ns: int) -> str:
+    if not ns:
+        return "none"
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
+
+
+def full_phase_done(desc: TunnelDescription) -> bool:
+    """True once the tunnel has no BaseData work left."""
+    info = desc.tunnel
+    if info.tunnel_type == TunnelType.STREAM or info.stage == TunnelStage.PROCESS_STREAM:
+        return True
+    if info.tunnel_type == TunnelType.BASE_DATA and info.stage != TunnelStage.INIT:
+        return all(ch.status == ChannelStatus.TERMINATED for ch in desc.channels)
+    return False
+
+
+def incremental_done(desc: TunnelDescription, cutoff_ns: int) -> bool:
+    """True when every live stream channel (hence the tunnel consume point) reached the cutoff."""
+    live = [ch for ch in desc.channels if ch.channel_type == STREAM and ch.status != ChannelStatus.TERMINATED]
+    if not live:
+        return desc.consume_point_ns >= cutoff_ns
+    return all(ch.consume_point_ns >= cutoff_ns for ch in live)
+
+
+class ConsumerJob:
+    """One run of one phase. ``spark_factory`` is called only when there is work to do."""
+
+    def __init__(
+        self,
+        options: JobOptions,
+        settings: TablestoreSettings,
+        sink: Sink,
+        spark_factory: Callable[[], Any],
+    ) -> None:
+        self.options = options
+        self.settings = settings
+        self.sink = sink
+        self.spark_factory = spark_factory
+        self.client: TunnelClient = settings.tunnel_client(timeout=options.request_timeout)
+        self.summary = JobSummary(options.phase, options.table, options.tunnel,
+                                  cutoff=options.cutoff.isoformat() if options.cutoff else None)
+        self.summary.profile = {"read": 0.0, "sink": 0.0, "spark_round": 0.0, "checkpoint": 0.0, "plan": 0.0}
+        self._rotation = 0
+
+    # -- tunnel state -------------------------------------------------------------------------------
+    def describe(self) -> TunnelDescription:
+        o = self.options
+        try:
+            desc = self.client.describe_tunnel(o.table, o.tunnel)
+        except TunnelNotFoundError:
+            raise JobError(
+                f"tunnel {o.tunnel!r} of table {o.table!r} does not exist: create it first "
+                "(TablestoreCreateTunnelOperator or TunnelClient.create_tunnel)") from None
+        if desc.tunnel.expired:
+            raise JobError(
+                f"tunnel {o.tunnel!r} expired (its stream position fell out of the stream retention): delete "
+                "and recreate it, then run the full phase again")
+        return desc
+
+    def done(self, desc: TunnelDescription) -> bool:
+        if self.options.phase == "full":
+            return full_phase_done(desc)
+        assert self.options.cutoff is not None
+        return incremental_done(desc, (self.options.cutoff_us or 0) * 1000)
+
+    # -- main loop ----------------------------------------------------------------------------------
+    def run(self) -> JobSummary:
+        o = self.options
+        started = time.monotonic()
+        desc = self.describe()
+        log.info("phase %s of tunnel %s (table %s, type %s, stage %s, %d channels) -> %s",
+                 o.phase, o.tunnel, o.table, desc.tunnel.tunnel_type.value, desc.tunnel.stage.value,
+                 len(desc.channels), self.sink.describe())
+        if o.phase == "incremental" and not full_phase_done(desc):
+            raise JobError(f"tunnel {o.tunnel!r} is still in stage {desc.tunnel.stage.value}: run --phase full "
+                           "first (incremental consumption starts once the base data is consumed)")
+        if self.done(desc):
+            self._log_done(desc, skipped=True)
+            self.summary.skipped = True
+            self.summary.seconds = time.monotonic() - started
+            return self.summary
+        self.sink.check()
+        spark = self.spark_factory()
+        reconnects = 0
+        while True:
+            session = TunnelSession(
+                self.client, desc.tunnel.tunnel_id, heartbeat_interval=o.heartbeat_interval,
+                client_timeout=o.client_timeout, client_tag=f"spark-{socket.gethostname()}",
+            )
+            try:
+                session.start()
+                desc = self._rounds(spark, session, desc)
+                break
+            except SessionLostError as exc:
+                reconnects += 1
+                if reconnects > MAX_RECONNECTS:
+                    raise JobError(f"tunnel session lost {reconnects} times, giving up: {exc}") from None
+                log.warning("%s; reconnecting (round output stays in the sink and is replayed idempotently)",
+                            exc)
+            finally:
+                session.close()
+        self.summary.seconds = time.monotonic() - started
+        self._log_done(desc, skipped=False)
+        return self.summary
+
+    def _log_done(self, desc: TunnelDescription, *, skipped: bool) -> None:
+        self.summary.consume_point = _fmt_ns(desc.consume_point_ns)
+        what = "nothing to do" if skipped else "done"
+        if self.options.phase == "full":
+            log.info("full phase %s: tunnel stage %s", what, desc.tunnel.stage.value)
+        else:
+            log.info("incremental phase %s: consume point %s >= cutoff %s", what, self.summary.consume_point,
+                     self.summary.cutoff)
+
+    def _rounds(self, spark: Any, session: TunnelSession, desc: TunnelDescription) -> TunnelDescription:
+        o = self.options
+        while True:
+            if o.max_rounds and self.summary.rounds >= o.max_rounds:
+                log.info("stopping after --max-rounds %d", o.max_rounds)
+                return desc
+            session.heartbeat()
+            desc = self.describe()
+            if self.done(desc):
+                return desc
+            wanted = BASE if o.phase == "full" else STREAM
+            types = {ch.channel_id: ch.channel_type for ch in desc.channels}
+            channels = [c for c in session.open_channels() if types.get(c) == wanted]
+            if not channels:
+                log.info("no open %s channel for this client yet (stage %s); waiting", wanted,
+                         desc.tunnel.stage.value)
+                time.sleep(o.idle_wait)
+                continue
+            records = self._round(spark, session, channels)
+            if records == 0 and o.phase == "incremental":
+                time.sleep(o.idle_wait)  # caught up with the log: let the consume point move on
+
+    def _select(self, channels: list[str]) -> list[str]:
+        limit = self.options.max_parallel_channels
+        if not limit or len(channels) <= limit:
+            return channels
+        start = self._rotation % len(channels)
+        self._rotation += limit
+        return (channels[start:] + channels[:start])[:limit]
+
+    def _round(self, spark: Any, session: TunnelSession, channels: list[str]) -> int:
+        o = self.options
+        number = self.summary.rounds + 1
+        t0 = time.monotonic()
+        channels = self._select(channels)
+        checkpoints = {cid: session.get_checkpoint(cid) for cid in channels}
+        tasks = tuple(ChannelTask(cid, token, o.phase == "incremental") for cid, (token, _) in checkpoints.items())
+        plan = RoundPlan(self.settings, session.tunnel_id, session.client_id, tasks, self.sink,
+                         o.records_per_channel, o.cutoff_us, o.request_timeout)
+        session.begin_round(channels)
+        t1 = time.monotonic()
+        try:
+            rows = self._run_spark(spark, plan)
+        finally:
+            session.end_round()
+        t2 = time.monotonic()
+        session.check()  # never checkpoint a round read under a lost client id
+        finished = 0
+        records = sum(int(r["records"]) for r in rows)
+        for row in sorted(rows, key=lambda r: r["channel_id"]):
+            cid, start_token, next_token = row["channel_id"], row["start_token"], row["next_token"]
+            _, seq = checkpoints[cid]
+            if next_token != start_token and start_token != FINISHED:
+                session.commit(cid, start_token, seq, next_token)
+            if row["finished"]:
+                session.mark_finished(cid)
+                finished += 1
+        if finished:
+            session.heartbeat()  # report TERMINATED now: the next stage / child channels open sooner
+        t3 = time.monotonic()
+        s = self.summary
+        s.rounds = number
+        s.records += records
+        s.bytes += sum(int(r["bytes"]) for r in rows)
+        s.channels_finished += finished
+        prof = s.profile
+        prof["plan"] += t1 - t0
+        prof["spark_round"] += t2 - t1
+        prof["checkpoint"] += t3 - t2
+        prof["read"] += sum(float(r["read_seconds"]) for r in rows)
+        prof["sink"] += sum(float(r["sink_seconds"]) for r in rows)
+        wall = t3 - t0
+        extra = ""
+        if o.phase == "incremental" and o.cutoff is not None:
+            newest = max((r["max_sequence_timestamp_us"] or 0 for r in rows), default=0)
+            extra = f", newest record {_fmt_ns(newest * 1000)} vs cutoff {o.cutoff.isoformat()}"
+        log.info("round %d (%s): %d channels, %d records, %d finished, %.2fs, %.0f records/s (total %d)%s",
+                 number, o.phase, len(rows), records, finished, wall, records / wall if wall > 0 else 0.0,
+                 s.records, extra)
+        return records
+
+    def _run_spark(self, spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+        n = len(plan.tasks)
+        frame = spark.range(0, n, 1, numPartitions=n).mapInArrow(round_function(plan), CONTROL_DDL)
+        return [row.asDict() for row in frame.collect()]
+
+    def close(self) -> None:
+        with contextlib.suppress(TablestoreError):
+            self.client.close()
+
+
+def expired_message(exc: TunnelExpiredError) -> str:
+    """The actionable message for an expired tunnel."""
+    return (f"tunnel expired ({exc}): its stream data fell out of retention; delete and recreate the tunnel "
+            "and run the full phase again")

@@ -1,0 +1,156 @@
+"""Command-line options of the consumer job (no secrets here: see :mod:`.settings`)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from airflow_tablestore.spark.settings import SINK_PREFIX
+
+PHASES = ("full", "incremental")
+SINKS = ("tablestore", "parquet")
+
+
+class OptionsError(ValueError):
+    """Invalid command-line options (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """Everything the driver needs besides credentials."""
+
+    table: str
+    tunnel: str
+    phase: str
+    sink: str
+    cutoff: datetime | None = None
+    sink_table: str | None = None
+    sink_path: str | None = None
+    sink_env_prefix: str = SINK_PREFIX
+    credentials_file: str | None = None
+    records_per_channel: int = 50_000
+    max_parallel_channels: int = 0
+    heartbeat_interval: float = 5.0
+    client_timeout: int = 60
+    idle_wait: float = 1.0
+    max_rounds: int = 0
+    request_timeout: float = 60.0
+    app_name: str | None = None
+
+    @property
+    def cutoff_us(self) -> int | None:
+        """The cutoff in microseconds since epoch (the unit of stream sequence timestamps)."""
+        if self.cutoff is None:
+            return None
+        delta = self.cutoff - datetime(1970, 1, 1, tzinfo=UTC)
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def parse_cutoff(text: str) -> datetime:
+    """Parse an ISO 8601 timestamp; naive values are UTC. Also accepts a trailing ``Z``."""
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise OptionsError(f"--cutoff {text!r} is not an ISO 8601 timestamp") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="airflow_tablestore.spark.consumer",
+        description="Consume a Tablestore tunnel with Spark into a Tablestore table or a Parquet change log. "
+        "Credentials come from TABLESTORE_* (and TABLESTORE_SINK_*) environment variables or "
+        "--credentials-file, never from arguments.",
+    )
+    p.add_argument("--table", required=True, help="source table of the tunnel")
+    p.add_argument("--tunnel", required=True, help="tunnel name")
+    p.add_argument("--phase", required=True, choices=PHASES)
+    p.add_argument("--cutoff", help="ISO 8601 end of the incremental window (required for --phase incremental)")
+    p.add_argument("--sink", required=True, choices=SINKS)
+    p.add_argument("--sink-table", help="destination table (--sink tablestore)")
+    p.add_argument("--sink-path", help="change-log directory or URI (--sink parquet)")
+    p.add_argument("--sink-conn-env-prefix", default=SINK_PREFIX,
+                   help="environment prefix of the sink instance settings (default %(default)s; falls back "
+                   "to the source instance when unset)")
+    p.add_argument("--credentials-file", help="JSON file with 'source' and optional 'sink' settings")
+    p.add_argument("--records-per-channel", type=_positive_int, default=50_000,
+                   help="records read per channel per round (default %(default)s)")
+    p.add_argument("--max-parallel-channels", type=_non_negative_int, default=0,
+                   help="channels read per round, 0 = all open channels (default)")
+    p.add_argument("--heartbeat-interval", type=_positive_float, default=5.0,
+                   help="seconds between tunnel heartbeats (default %(default)s)")
+    p.add_argument("--client-timeout", type=_positive_int, default=60,
+                   help="server-side tunnel client timeout in seconds (default %(default)s)")
+    p.add_argument("--idle-wait", type=_positive_float, default=1.0,
+                   help="seconds to wait after a round that found nothing to do (default %(default)s)")
+    p.add_argument("--max-rounds", type=_non_negative_int, default=0,
+                   help="stop after this many rounds, 0 = until the phase is done (default)")
+    p.add_argument("--request-timeout", type=_positive_float, default=60.0,
+                   help="HTTP timeout of one Tablestore request in seconds (default %(default)s)")
+    p.add_argument("--app-name", help="Spark application name")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None = None) -> JobOptions:
+    """Parse and cross-check the options; raises :class:`OptionsError` with an actionable message."""
+    parser = build_parser()
+    try:
+        ns = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage and error
+        raise OptionsError("invalid command-line arguments (see usage above)") from exc
+    cutoff = parse_cutoff(ns.cutoff) if ns.cutoff else None
+    if ns.phase == "incremental" and cutoff is None:
+        raise OptionsError("--phase incremental needs --cutoff (e.g. the DAG's {{ data_interval_end }})")
+    if ns.sink == "tablestore" and not ns.sink_table:
+        raise OptionsError("--sink tablestore needs --sink-table")
+    if ns.sink == "parquet" and not ns.sink_path:
+        raise OptionsError("--sink parquet needs --sink-path")
+    if ns.heartbeat_interval >= ns.client_timeout:
+        raise OptionsError("--heartbeat-interval must be shorter than --client-timeout")
+    return JobOptions(
+        table=ns.table,
+        tunnel=ns.tunnel,
+        phase=ns.phase,
+        sink=ns.sink,
+        cutoff=cutoff,
+        sink_table=ns.sink_table,
+        sink_path=ns.sink_path,
+        sink_env_prefix=ns.sink_conn_env_prefix,
+        credentials_file=ns.credentials_file,
+        records_per_channel=ns.records_per_channel,
+        max_parallel_channels=ns.max_parallel_channels,
+        heartbeat_interval=ns.heartbeat_interval,
+        client_timeout=ns.client_timeout,
+        idle_wait=ns.idle_wait,
+        max_rounds=ns.max_rounds,
+        request_timeout=ns.request_timeout,
+        app_name=ns.app_name,
+    )

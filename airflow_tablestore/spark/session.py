@@ -1,0 +1,177 @@
+"""Driver side of the tunnel protocol: one client, a heartbeat thread, the channel state machine, checkpoints.
+
+The driver is the only tunnel client: executors read with its client id. Channel transitions follow the
+protocol's version rule (whoever changes a channel bumps its version; the higher version wins on merge):
+finished channels are reported TERMINATED, channels the server wants back (CLOSING) are reported CLOSE once
+no round is reading them. If heartbeats fail for longer than the client timeout, or the server forgets the
+client, the session is *lost*: the driver must not checkpoint the round in flight and reconnects.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from airflow_tablestore.client.errors import ResourceGoneError, SequenceNumberMismatchError, TablestoreError
+from airflow_tablestore.client.model import ChannelStatus
+from airflow_tablestore.client.tunnel import Channel, TunnelClient
+
+log = logging.getLogger("airflow_tablestore.spark")
+
+
+class SessionLostError(RuntimeError):
+    """The tunnel client timed out or was forgotten by the server; reconnect and replay the round."""
+
+
+class TunnelSession:
+    """A connected tunnel client with a background heartbeat. Use as a context manager."""
+
+    def __init__(
+        self,
+        client: TunnelClient,
+        tunnel_id: str,
+        *,
+        heartbeat_interval: float = 5.0,
+        client_timeout: int = 60,
+        client_tag: str | None = None,
+    ) -> None:
+        self.client = client
+        self.tunnel_id = tunnel_id
+        self.heartbeat_interval = heartbeat_interval
+        self.client_timeout = client_timeout
+        self.client_tag = client_tag
+        self.client_id = ""
+        self._channels: dict[str, Channel] = {}
+        self._finished: set[str] = set()
+        self._busy: set[str] = set()
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lost: BaseException | None = None
+        self._last_ok = 0.0
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def start(self) -> TunnelSession:
+        self.client_id = self.client.connect(
+            self.tunnel_id, timeout_s=self.client_timeout, client_tag=self.client_tag
+        )
+        log.info("connected to tunnel %s as client %s", self.tunnel_id, self.client_id)
+        self.heartbeat()
+        self._thread = threading.Thread(target=self._beat, name="tunnel-heartbeat", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop heartbeating and leave the tunnel (the server releases unfinished channels)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.heartbeat_interval + 30)
+        if self.client_id and self._lost is None:
+            try:
+                self.client.shutdown(self.tunnel_id, self.client_id)
+                log.info("tunnel client %s shut down", self.client_id)
+            except TablestoreError as exc:
+                log.warning("tunnel shutdown failed (the server will time the client out): %s", exc)
+
+    def __enter__(self) -> TunnelSession:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- heartbeat ----------------------------------------------------------------------------------
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_interval):
+            try:
+                self.heartbeat()
+            except ResourceGoneError as exc:
+                self._lost = exc
+                log.error("tunnel client %s was dropped by the server: %s", self.client_id, exc)
+                return
+            except Exception as exc:  # noqa: BLE001 - keep beating; give up only after the timeout
+                log.warning("tunnel heartbeat failed: %s", exc)
+                if time.monotonic() - self._last_ok > self.client_timeout:
+                    self._lost = exc
+                    log.error("no successful heartbeat for %ss: the session is lost", self.client_timeout)
+                    return
+
+    def heartbeat(self) -> dict[str, Channel]:
+        """Send local channel states, merge the server's answer, apply local transitions; returns the map."""
+        with self._lock:
+            response = self.client.heartbeat(self.tunnel_id, self.client_id, list(self._channels.values()))
+            self._last_ok = time.monotonic()
+            merged: dict[str, Channel] = {}
+            for remote in response:
+                local = self._channels.get(remote.channel_id)
+                merged[remote.channel_id] = local if local is not None and local.version > remote.version else remote
+            for cid, ch in list(merged.items()):
+                if ch.status not in (ChannelStatus.OPEN, ChannelStatus.CLOSING):
+                    continue
+                current = self._channels.get(cid)
+                if current is not None and current.version > ch.version:
+                    continue  # a local transition is already pending
+                if cid in self._finished:
+                    merged[cid] = Channel(cid, ch.version + 1, ChannelStatus.TERMINATED)
+                elif ch.status == ChannelStatus.CLOSING and cid not in self._busy:
+                    merged[cid] = Channel(cid, ch.version + 1, ChannelStatus.CLOSE)
+                    log.info("channel %s released at the server's request", cid)
+            self._channels = merged
+            return dict(merged)
+
+    def check(self) -> None:
+        """Raise :class:`SessionLostError` when the session can no longer be trusted."""
+        if self._lost is not None:
+            raise SessionLostError(f"tunnel client {self.client_id} lost: {self._lost}")
+
+    @property
+    def lost(self) -> bool:
+        return self._lost is not None
+
+    # -- channels -----------------------------------------------------------------------------------
+    def open_channels(self) -> list[str]:
+        """Channels assigned OPEN to this client and not finished locally, in a stable order."""
+        with self._lock:
+            return sorted(
+                cid for cid, ch in self._channels.items()
+                if ch.status == ChannelStatus.OPEN and cid not in self._finished
+            )
+
+    def begin_round(self, channel_ids: list[str]) -> None:
+        with self._lock:
+            self._busy = set(channel_ids)
+
+    def end_round(self) -> None:
+        with self._lock:
+            self._busy = set()
+
+    def mark_finished(self, channel_id: str) -> None:
+        """Report the channel TERMINATED on the next heartbeat (its "finished" checkpoint is stored)."""
+        with self._lock:
+            self._finished.add(channel_id)
+            ch = self._channels.get(channel_id)
+            if ch is not None and ch.status in (ChannelStatus.OPEN, ChannelStatus.CLOSING):
+                self._channels[channel_id] = Channel(channel_id, ch.version + 1, ChannelStatus.TERMINATED)
+
+    # -- checkpoints --------------------------------------------------------------------------------
+    def get_checkpoint(self, channel_id: str) -> tuple[str, int]:
+        return self.client.get_checkpoint(self.tunnel_id, self.client_id, channel_id)
+
+    def commit(self, channel_id: str, start_token: str, sequence: int, next_token: str) -> bool:
+        """Store ``next_token`` (the sink already holds everything before it). Returns False when the channel
+        was moved on by someone else or taken away (its records will be replayed; the sink is idempotent)."""
+        try:
+            self.client.checkpoint(self.tunnel_id, self.client_id, channel_id, next_token, sequence + 1)
+            return True
+        except SequenceNumberMismatchError:
+            token, server_seq = self.get_checkpoint(channel_id)
+            if token == next_token:
+                return True
+            if token != start_token:
+                log.warning("channel %s was checkpointed by another consumer; keeping its checkpoint", channel_id)
+                return False
+            self.client.checkpoint(self.tunnel_id, self.client_id, channel_id, next_token, server_seq + 1)
+            return True
+        except ResourceGoneError as exc:
+            log.warning("channel %s is no longer ours, not checkpointed (will be replayed): %s", channel_id, exc)
+            return False

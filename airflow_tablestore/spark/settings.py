@@ -1,0 +1,137 @@
+"""Where the job finds its Tablestore credentials: environment variables or a JSON file, never argv."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from airflow_tablestore.client.errors import TablestoreClientError
+
+SOURCE_PREFIX = "TABLESTORE_"
+SINK_PREFIX = "TABLESTORE_SINK_"
+_FIELDS = {
+    "endpoint": "ENDPOINT",
+    "instance_name": "INSTANCE",
+    "access_key_id": "ACCESS_KEY_ID",
+    "access_key_secret": "ACCESS_KEY_SECRET",
+    "sts_token": "STS_TOKEN",
+    "region": "REGION",
+}
+_REQUIRED = ("endpoint", "instance_name", "access_key_id", "access_key_secret")
+
+
+@dataclass(frozen=True)
+class TablestoreSettings:
+    """Endpoint, instance and credentials of one Tablestore instance. The repr masks the secrets.
+
+    Picklable, so Spark tasks receive it inside the task closure (never through the Spark conf or argv,
+    which the Spark UI and process listings show).
+    """
+
+    endpoint: str
+    instance_name: str
+    access_key_id: str
+    access_key_secret: str = field(repr=False)
+    sts_token: str | None = field(default=None, repr=False)
+    region: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"TablestoreSettings(endpoint={self.endpoint!r}, instance_name={self.instance_name!r}, "
+            f"access_key_id={self.access_key_id!r}, access_key_secret='***', "
+            f"sts_token={'***' if self.sts_token else None!r})"
+        )
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``TableClient``/``TunnelClient``."""
+        return {
+            "endpoint": self.endpoint,
+            "access_key_id": self.access_key_id,
+            "access_key_secret": self.access_key_secret,
+            "instance_name": self.instance_name,
+            "sts_token": self.sts_token,
+            "region": self.region,
+        }
+
+    def table_client(self, timeout: float | None = None) -> Any:
+        from airflow_tablestore.client.table import TableClient
+
+        extra: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+        return TableClient(**self.client_kwargs(), **extra)
+
+    def tunnel_client(self, timeout: float | None = None) -> Any:
+        from airflow_tablestore.client.tunnel import TunnelClient
+
+        extra: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+        return TunnelClient(**self.client_kwargs(), **extra)
+
+
+def _build(values: dict[str, Any], where: str) -> TablestoreSettings:
+    missing = [name for name in _REQUIRED if not values.get(name)]
+    if missing:
+        raise TablestoreClientError(
+            f"missing Tablestore settings {', '.join(missing)} in {where}; set them as environment "
+            "variables or in the --credentials-file JSON (never as command-line arguments)"
+        )
+    return TablestoreSettings(
+        endpoint=str(values["endpoint"]),
+        instance_name=str(values["instance_name"]),
+        access_key_id=str(values["access_key_id"]),
+        access_key_secret=str(values["access_key_secret"]),
+        sts_token=str(values["sts_token"]) if values.get("sts_token") else None,
+        region=str(values["region"]) if values.get("region") else None,
+    )
+
+
+def from_env(prefix: str = SOURCE_PREFIX, environ: dict[str, str] | None = None) -> TablestoreSettings:
+    """Read ``<prefix>ENDPOINT``, ``INSTANCE``, ``ACCESS_KEY_ID``, ``ACCESS_KEY_SECRET`` [, ``STS_TOKEN``,
+    ``REGION``]."""
+    env = os.environ if environ is None else environ
+    values = {name: env.get(prefix + suffix) for name, suffix in _FIELDS.items()}
+    return _build(values, f"environment variables {prefix}*")
+
+
+def has_env(prefix: str, environ: dict[str, str] | None = None) -> bool:
+    """True when at least the endpoint variable of ``prefix`` is set."""
+    env = os.environ if environ is None else environ
+    return bool(env.get(prefix + "ENDPOINT"))
+
+
+def from_file(path: str | os.PathLike[str], section: str = "source") -> TablestoreSettings:
+    """Read a JSON file ``{"source": {...}, "sink": {...}}`` (or one flat object used for both).
+
+    Keys: ``endpoint``, ``instance_name`` (or ``instance``), ``access_key_id``, ``access_key_secret``,
+    optional ``sts_token``, ``region``.
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise TablestoreClientError(f"cannot read credentials file {path}: {type(exc).__name__}") from None
+    if not isinstance(data, dict):
+        raise TablestoreClientError(f"credentials file {path} must hold a JSON object")
+    block = data.get(section, data if section == "source" or "endpoint" in data else None)
+    if not isinstance(block, dict):
+        raise TablestoreClientError(f"credentials file {path} has no {section!r} object")
+    if "instance" in block and "instance_name" not in block:
+        block = {**block, "instance_name": block["instance"]}
+    return _build(block, f"credentials file {path} ({section})")
+
+
+def load(
+    *, credentials_file: str | None, section: str, env_prefix: str, fallback: TablestoreSettings | None = None
+) -> TablestoreSettings:
+    """Settings for ``section`` ("source" or "sink"): the file if given, else ``env_prefix`` variables, else
+    ``fallback`` (a sink on the same instance as the source)."""
+    if credentials_file:
+        try:
+            return from_file(credentials_file, section)
+        except TablestoreClientError:
+            if fallback is None:
+                raise
+            return fallback
+    if fallback is not None and not has_env(env_prefix):
+        return fallback
+    return from_env(env_prefix)
