@@ -13,7 +13,7 @@ from airflow_tablestore.client.errors import (
     TablestoreError,
     TunnelExpiredError,
 )
-from airflow_tablestore.client.model import ChannelStatus, TunnelDescription, TunnelType
+from airflow_tablestore.client.model import ChannelStatus, TunnelDescription, TunnelType, ns_to_datetime
 from airflow_tablestore.hooks.base import TablestoreBaseHook
 
 if TYPE_CHECKING:
@@ -43,9 +43,8 @@ class ConsumePointCheck:
 
 def ns_to_iso(ns: int) -> str | None:
     """ISO-8601 UTC rendering of nanoseconds since epoch (None for 0)."""
-    if not ns:
-        return None
-    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
+    moment = ns_to_datetime(ns)
+    return moment.isoformat() if moment is not None else None
 
 
 def evaluate_consume_point(description: TunnelDescription, cutoff_ns: int) -> ConsumePointCheck:

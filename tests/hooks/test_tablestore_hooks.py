@@ -1,0 +1,271 @@
+"""Hooks: connection parsing, secret masking, clients against the emulator, the consume-point rule."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from airflow.sdk import Connection
+from airflow.sdk.log import redact
+
+from airflow_tablestore.client.errors import TunnelExpiredError, TunnelNotFoundError
+from airflow_tablestore.client.model import (
+    ChannelInfo,
+    ChannelStatus,
+    TunnelDescription,
+    TunnelInfo,
+    TunnelStage,
+    TunnelType,
+)
+from airflow_tablestore.hooks.base import (
+    TablestoreBaseHook,
+    TablestoreConnectionConfig,
+    TablestoreConnectionError,
+    normalize_endpoint,
+    parse_connection,
+)
+from airflow_tablestore.hooks.table import TablestoreHook
+from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, evaluate_consume_point, to_epoch_ns
+
+SECRET = "sEcReT-access-key-0123456789"
+TOKEN = "sts-TOKEN-abcdefghijklmnop"
+
+
+def _conn(**overrides: Any) -> Connection:
+    fields: dict[str, Any] = {
+        "conn_id": "ts",
+        "conn_type": "tablestore",
+        "host": "myinst.cn-hangzhou.ots.aliyuncs.com",
+        "login": "LTAIexample",
+        "password": SECRET,
+        "extra": json.dumps({"instance_name": "myinst"}),
+    }
+    fields.update(overrides)
+    return Connection(**fields)
+
+
+def _parse(conn: Connection, **kwargs: Any) -> TablestoreConnectionConfig:
+    return parse_connection(conn, json.loads(conn.extra or "{}"), **kwargs)
+
+
+# -- connection parsing -----------------------------------------------------------------------------
+
+
+def test_bare_host_defaults_to_https_and_fields_map() -> None:
+    config = _parse(_conn(extra=json.dumps({
+        "instance_name": "myinst", "region": "cn-hangzhou", "sts_token": TOKEN,
+        "connect_timeout": "3", "read_timeout": 30,
+    })))
+    assert config.endpoint == "https://myinst.cn-hangzhou.ots.aliyuncs.com"
+    assert (config.access_key_id, config.access_key_secret, config.instance_name) == ("LTAIexample", SECRET, "myinst")
+    assert (config.region, config.sts_token) == ("cn-hangzhou", TOKEN)
+    kwargs = config.client_kwargs()
+    assert kwargs["timeout"] == (3.0, 30.0)
+    assert kwargs["sts_token"] == TOKEN and kwargs["region"] == "cn-hangzhou"
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "expected"),
+    [
+        ("http://127.0.0.1:8800", None, "http://127.0.0.1:8800"),
+        ("127.0.0.1", 8800, "https://127.0.0.1:8800"),
+        ("https://h.example.com/", None, "https://h.example.com"),
+        ("https://h.example.com/prefix", None, "https://h.example.com/prefix"),
+    ],
+)
+def test_endpoint_normalisation(host: str, port: int | None, expected: str) -> None:
+    assert normalize_endpoint(host, port) == expected
+
+
+@pytest.mark.parametrize(
+    ("host", "fragment"),
+    [("", "is empty"), ("ftp://h", "http:// or https://"), ("https://h?x=1", "query"),
+     ("https://user:pw@h", "credentials"), ("https://h:99999", "invalid port")],
+)
+def test_bad_endpoint_names_the_field(host: str, fragment: str) -> None:
+    with pytest.raises(TablestoreConnectionError) as info:
+        normalize_endpoint(host)
+    assert "'host' (Endpoint)" in str(info.value) and fragment in str(info.value)
+    assert "pw" not in str(info.value)
+    assert isinstance(info.value, ValueError)  # usable as a plain ValueError too
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"login": None}, "'login' (AccessKey ID)"),
+        ({"password": None}, "'password' (AccessKey Secret)"),
+        ({"extra": json.dumps({})}, "'instance_name'"),
+        ({"extra": json.dumps({"instance_name": "i", "read_timeout": "soon"})}, "'read_timeout'"),
+        ({"extra": json.dumps({"instance_name": "i", "connect_timeout": -1})}, "'connect_timeout'"),
+        ({"extra": json.dumps({"instance_name": "i", "region": 5})}, "'region'"),
+    ],
+)
+def test_missing_or_malformed_field_is_named(overrides: dict[str, Any], field: str) -> None:
+    with pytest.raises(TablestoreConnectionError) as info:
+        _parse(_conn(**overrides))
+    assert field in str(info.value)
+    assert info.value.code == "OTSInvalidConnection"
+    assert SECRET not in str(info.value)
+
+
+def test_legacy_prefixed_extras_and_hook_overrides() -> None:
+    conn = _conn(extra=json.dumps({"extra__tablestore__instance_name": "legacy", "region": "cn-shanghai"}))
+    config = _parse(conn, region="cn-beijing", read_timeout=7)
+    assert config.instance_name == "legacy"
+    assert config.region == "cn-beijing"
+    assert config.client_kwargs()["timeout"] == (10.0, 7.0)
+
+
+def test_reprs_hide_secret_and_token() -> None:
+    config = _parse(_conn(extra=json.dumps({"instance_name": "i", "sts_token": TOKEN})))
+    hook = TablestoreHook("ts")
+    for text in (repr(config), str(config), repr(hook)):
+        assert SECRET not in text and TOKEN not in text
+    assert "LTAIexample" in repr(config)
+
+
+def test_hook_params_are_the_complete_constructor_configuration() -> None:
+    """Everything the hook constructor accepts must reach the trigger (hook_params), nothing less."""
+    import inspect
+
+    hook = TablestoreTunnelHook("other", region="cn-beijing", connect_timeout=2.0, read_timeout=9.0)
+    params = inspect.signature(TablestoreBaseHook.__init__).parameters
+    assert set(hook.hook_params) == set(params) - {"self"}
+    rebuilt = TablestoreTunnelHook(**json.loads(json.dumps(hook.hook_params)))
+    assert rebuilt.hook_params == hook.hook_params
+
+
+# -- masking ----------------------------------------------------------------------------------------
+
+
+def test_hook_registers_secret_and_sts_token_with_airflow_masking() -> None:
+    secret, token = "hook-only-secret-9f8e7d6c", "hook-only-token-1a2b3c4d"
+    hook = TablestoreHook("ts")
+    # Values that never went through an Airflow Connection: only the hook can have registered them.
+    hook._register(TablestoreConnectionConfig("https://h", "LTAIx", secret, "i", sts_token=token))
+    redacted = redact(f"key={secret} token={token} id=LTAIx")
+    assert secret not in redacted and token not in redacted
+    assert "***" in redacted and "LTAIx" in redacted
+
+
+def test_get_config_from_env_connection_masks(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret, token = "env-secret-55aa55aa55", "env-sts-token-77bb77bb"
+    monkeypatch.setenv("AIRFLOW_CONN_TS_MASK", json.dumps({
+        "conn_type": "tablestore", "host": "http://127.0.0.1:1", "login": "id", "password": secret,
+        "extra": {"instance_name": "i", "sts_token": token},
+    }))
+    config = TablestoreHook("ts_mask").get_config()
+    assert config.access_key_secret == secret and config.sts_token == token
+    assert redact(f"{secret}/{token}") == "***/***"
+
+
+def test_async_config_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_TS_ASYNC", json.dumps({
+        "conn_type": "tablestore", "host": "h.example.com", "login": "id", "password": "async-secret-123456",
+        "extra": {"instance_name": "async-inst", "region": "cn-hangzhou"},
+    }))
+    config = asyncio.run(TablestoreTunnelHook("ts_async").aget_config())
+    assert (config.endpoint, config.instance_name, config.region) == ("https://h.example.com", "async-inst", "cn-hangzhou")
+    assert redact("async-secret-123456") == "***"
+
+
+# -- against the emulator ---------------------------------------------------------------------------
+
+
+def test_test_connection_ok_and_failure(tablestore_conn: str, emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ok, message = TablestoreHook(tablestore_conn).test_connection()
+    assert ok, message
+    assert emulator.instance in message
+    ok, message = TablestoreTunnelHook(tablestore_conn).test_connection()
+    assert ok, message
+
+    bad = json.loads(emulator.airflow_connection_json())
+    bad["password"] = "wrong-secret-value-123"
+    monkeypatch.setenv("AIRFLOW_CONN_TS_BAD", json.dumps(bad))
+    ok, message = TablestoreHook("ts_bad").test_connection()
+    assert not ok
+    assert "wrong-secret-value-123" not in message
+
+
+def test_table_hook_helpers(tablestore_conn: str, table_client: Any) -> None:
+    from tablestore_airflow_testing import simple_schema, unique
+
+    hook = TablestoreHook(tablestore_conn)
+    name = unique("hook_t")
+    assert hook.describe_table(name) is None
+    hook.create_table(simple_schema(name))
+    assert name in table_client.list_tables()
+    assert hook.describe_table(name) is not None
+    assert hook.dataset_uri(name).endswith(f"/{name}") and hook.dataset_uri(name).startswith("tablestore://")
+    assert hook.delete_table(name) is True
+    assert hook.delete_table(name) is False
+    assert name not in table_client.list_tables()
+    hook.close()
+
+
+def test_tunnel_hook_helpers(tablestore_conn: str, stream_table: str, tunnel_client: Any) -> None:
+    hook = TablestoreTunnelHook(tablestore_conn)
+    assert hook.find_tunnel(stream_table, "nope") is None
+    tunnel_id = hook.create_tunnel(stream_table, "tun", TunnelType.STREAM)
+    assert tunnel_client.describe_tunnel(stream_table, "tun").tunnel.tunnel_id == tunnel_id
+    assert hook.get_consume_point(stream_table, "tun") >= 0
+    check = hook.check_consume_point(stream_table, "tun", to_epoch_ns(datetime(2999, 1, 1)))
+    assert not check.done and check.tunnel_id == tunnel_id
+    assert hook.delete_tunnel(stream_table, "tun") is True
+    assert hook.delete_tunnel(stream_table, "tun") is False
+    with pytest.raises(TunnelNotFoundError):
+        hook.check_consume_point(stream_table, "tun", 1)
+
+
+# -- consume-point rule -----------------------------------------------------------------------------
+
+
+def _description(kind: TunnelType, statuses: list[ChannelStatus], point: int, expired: bool = False) -> TunnelDescription:
+    info = TunnelInfo("tid", "tn", "tbl", "inst", kind, TunnelStage.PROCESS_STREAM, "sid", expired=expired)
+    channels = tuple(
+        ChannelInfo(f"c{i}", "Stream", status, None, point, 0) for i, status in enumerate(statuses)
+    )
+    return TunnelDescription(info, channels, point)
+
+
+def test_stream_tunnel_done_once_consume_point_reaches_cutoff() -> None:
+    desc = _description(TunnelType.STREAM, [ChannelStatus.OPEN], 2_000)
+    assert evaluate_consume_point(desc, 2_000).done
+    assert not evaluate_consume_point(desc, 2_001).done
+    assert not evaluate_consume_point(_description(TunnelType.BASE_AND_STREAM, [ChannelStatus.OPEN], 0), 0).done
+
+
+def test_base_data_tunnel_done_when_all_channels_terminated() -> None:
+    terminated = [ChannelStatus.TERMINATED, ChannelStatus.TERMINATED]
+    assert evaluate_consume_point(_description(TunnelType.BASE_DATA, terminated, 0), 10**18).done
+    assert not evaluate_consume_point(
+        _description(TunnelType.BASE_DATA, [ChannelStatus.TERMINATED, ChannelStatus.OPEN], 0), 0
+    ).done
+    assert not evaluate_consume_point(_description(TunnelType.BASE_DATA, [], 0), 0).done
+
+
+def test_expired_tunnel_raises_actionable_error() -> None:
+    with pytest.raises(TunnelExpiredError, match="delete and recreate"):
+        evaluate_consume_point(_description(TunnelType.STREAM, [ChannelStatus.OPEN], 5, expired=True), 1)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=UTC), 1704164645_000006000),
+        (datetime(2024, 1, 2, 3, 4, 5, 6), 1704164645_000006000),
+        ("2024-01-02T03:04:05.000006+00:00", 1704164645_000006000),
+        ("2024-01-02T03:04:05.000006Z", 1704164645_000006000),
+        (1704164645, 1704164645_000000000),
+        (1704164645_000, 1704164645_000000000),
+        (1704164645_000_000, 1704164645_000000000),
+        (1704164645_000_000_000, 1704164645_000000000),
+        ("1704164645", 1704164645_000000000),
+    ],
+)
+def test_to_epoch_ns(value: Any, expected: int) -> None:
+    assert to_epoch_ns(value) == expected

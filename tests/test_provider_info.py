@@ -1,0 +1,71 @@
+"""Provider registration: schema-valid provider info, installed entry point, importable classes."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import jsonschema
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "airflow"))
+import tablestore_airflow_testing  # noqa: E402,F401 - isolates AIRFLOW_HOME before Airflow is imported
+
+import airflow_tablestore
+from airflow_tablestore.get_provider_info import get_provider_info
+
+
+def _airflow_schema(name: str) -> dict:
+    spec = importlib.util.find_spec("airflow")  # locate the package without importing (and configuring) it
+    assert spec is not None and spec.origin is not None
+    return json.loads((Path(spec.origin).parent / name).read_text())
+
+
+def test_provider_info_validates_against_airflow_schema() -> None:
+    info = get_provider_info()
+    jsonschema.validate(info, _airflow_schema("provider_info.schema.json"))
+    assert info["package-name"] == "airflow-provider-tablestore"
+    assert info["versions"] == [airflow_tablestore.__version__]
+
+
+def test_connection_type_declares_fields_and_behaviour() -> None:
+    (conn_type,) = get_provider_info()["connection-types"]
+    assert conn_type["connection-type"] == "tablestore"
+    fields = conn_type["conn-fields"]
+    assert {"instance_name", "region", "sts_token", "connect_timeout", "read_timeout"} <= set(fields)
+    assert fields["sts_token"]["schema"]["format"] == "password"
+    # The per-connection-type sub-schema of provider.yaml (conn-fields, ui-field-behaviour) accepts it.
+    yaml_schema = _airflow_schema("provider.yaml.schema.json")
+    conn_schema = yaml_schema["properties"]["connection-types"]["items"]
+    jsonschema.validate(conn_type, conn_schema)
+    behaviour = conn_type["ui-field-behaviour"]
+    assert behaviour["relabeling"] == {"host": "Endpoint", "login": "AccessKey ID", "password": "AccessKey Secret"}
+    jsonschema.validate(
+        {"hidden_fields": behaviour["hidden-fields"], "relabeling": behaviour["relabeling"],
+         "placeholders": behaviour["placeholders"]},
+        _airflow_schema("customized_form_field_behaviours.schema.json"),
+    )
+
+
+def test_entry_point_is_installed() -> None:
+    points = importlib.metadata.entry_points(group="apache_airflow_provider")
+    ours = [ep for ep in points if ep.value == "airflow_tablestore.get_provider_info:get_provider_info"]
+    assert len(ours) == 1
+    assert ours[0].load()() == get_provider_info()
+    assert importlib.metadata.version("airflow-provider-tablestore") == airflow_tablestore.__version__
+
+
+def test_declared_modules_and_hook_class_import() -> None:
+    info = get_provider_info()
+    modules = [m for key in ("hooks", "operators", "sensors", "triggers") for item in info[key]
+               for m in item["python-modules"]]
+    for module in modules:
+        importlib.import_module(module)
+    module_name, _, class_name = info["connection-types"][0]["hook-class-name"].rpartition(".")
+    hook_class = getattr(importlib.import_module(module_name), class_name)
+    assert hook_class.conn_type == "tablestore"
+    assert hook_class.default_conn_name == "tablestore_default"
+    assert hook_class.conn_name_attr == "tablestore_conn_id"
