@@ -125,6 +125,12 @@ class Transport:
     # -- public API ---------------------------------------------------------------------------------
     def call(self, path: str, request: Message | None, response_cls: type[M], *, idempotent: bool) -> M:
         """Send ``request`` to ``path`` (``/PutRow``, ``/tunnel/readrecords``) and parse ``response_cls``."""
+        return self.call_detailed(path, request, response_cls, idempotent=idempotent)[0]
+
+    def call_detailed(
+        self, path: str, request: Message | None, response_cls: type[M], *, idempotent: bool
+    ) -> tuple[M, str | None]:
+        """Like :meth:`call`, also returning the response's request id (for per-row batch errors)."""
         body = request.SerializeToString() if request is not None else b""
         raw = self.call_raw(path, body, idempotent=idempotent)
         message = response_cls()
@@ -136,7 +142,7 @@ class Transport:
                 f"{path}: cannot decode the {response_cls.__name__} in the response ({exc})",
                 code=UNEXPECTED_RESPONSE, http_status=raw.status, request_id=raw.request_id,
             ) from exc
-        return message
+        return message, raw.request_id
 
     def call_raw(self, path: str, body: bytes, *, idempotent: bool) -> RawResponse:
         """Send raw ``body`` bytes to ``path`` with retries; return the verified 2xx answer."""

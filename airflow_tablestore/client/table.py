@@ -1,0 +1,696 @@
+"""``TableClient``: the Tablestore table API (DDL, single-row and batch reads/writes, range scans).
+
+Rows use the shared model of :mod:`airflow_tablestore.client.model`: a primary key is a sequence of
+``(name, value)`` pairs in schema order; attribute values map by Python type (``bytes`` is BINARY).
+Service errors surface as the typed exceptions of :mod:`airflow_tablestore.client.errors`.
+
+Reads are retried on server errors; writes only on throttling (see :class:`RetryPolicy`). ``write_rows``
+chunks any number of writes into legal batches and never drops a row silently.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from airflow_tablestore.client import plainbuffer
+from airflow_tablestore.client.auth import Credentials
+from airflow_tablestore.client.conditions import condition_to_pb, encode_filter
+from airflow_tablestore.client.errors import (
+    BatchWriteError,
+    TablestoreClientError,
+    TablestoreError,
+    error_from_response,
+)
+from airflow_tablestore.client.model import (
+    CellOp,
+    Column,
+    ColumnCondition,
+    Condition,
+    Direction,
+    PrimaryKey,
+    ReservedThroughput,
+    Row,
+    RowWrite,
+    RowWriteResult,
+    StreamDetails,
+    StreamSpec,
+    TableDescription,
+    TableOptions,
+    TableSchema,
+    TimeRange,
+    WriteType,
+)
+from airflow_tablestore.client.retry import RetryPolicy
+from airflow_tablestore.client.schema import (
+    create_table_request,
+    description_from_pb,
+    options_from_pb,
+    options_to_pb,
+    reserved_throughput_to_pb,
+    stream_details_from_pb,
+    stream_spec_to_pb,
+)
+from airflow_tablestore.client.transport import DEFAULT_TIMEOUT, Transport
+from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
+
+table_pb2: Any = _table_pb2  # generated code has no type stubs
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH_WRITE_ROWS = 200
+MAX_BATCH_WRITE_BYTES = 4 * 1024 * 1024
+MAX_BATCH_GET_ROWS = 100
+_RT_PK = 1
+_OPERATION_TYPES = {WriteType.PUT: 1, WriteType.UPDATE: 2, WriteType.DELETE: 3}
+# Per-row failures that are safe to retry when the row write itself is repeatable.
+_ROW_SERVER_CODES = frozenset({"OTSInternalServerError", "OTSServerUnavailable", "OTSTimeout"})
+
+ColumnsArg = Mapping[str, Any] | Iterable[Column | tuple[Any, ...]]
+PrimaryKeyArg = Sequence[tuple[str, Any]] | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class UpdateTableResult:
+    """The table's settings after an ``update_table``."""
+
+    options: TableOptions
+    reserved_throughput: ReservedThroughput
+    stream: StreamDetails
+
+
+@dataclass(frozen=True)
+class RowReadResult:
+    """Outcome of one key of a ``batch_get_row``, in request order; ``row`` is None when absent."""
+
+    index: int
+    primary_key: PrimaryKey
+    ok: bool
+    row: Row | None = None
+    error: TablestoreError | None = None
+
+
+# ---- argument normalisation -----------------------------------------------------------------------
+
+
+def _table_name(name: object) -> str:
+    if not isinstance(name, str) or not name:
+        raise TablestoreClientError(f"table name must be a non-empty string, got {name!r}")
+    return name
+
+
+def normalize_primary_key(primary_key: object) -> PrimaryKey:
+    """A primary key as a tuple of ``(name, value)`` pairs; raises a clear error for anything else."""
+    if isinstance(primary_key, Mapping):
+        items: list[Any] = list(primary_key.items())
+    elif isinstance(primary_key, str | bytes | bytearray) or not isinstance(primary_key, Iterable):
+        raise TablestoreClientError(
+            f"primary key must be a sequence of (name, value) pairs in schema order, got {primary_key!r}"
+        )
+    else:
+        items = list(primary_key)
+    if not items:
+        raise TablestoreClientError("primary key must have at least one (name, value) pair")
+    result = []
+    for item in items:
+        if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 2:
+            raise TablestoreClientError(
+                f"primary key must be a sequence of (name, value) pairs in schema order; bad entry {item!r}"
+            )
+        name, value = item
+        if not isinstance(name, str) or not name:
+            raise TablestoreClientError(f"primary key column names must be non-empty strings, got {name!r}")
+        if value is None:
+            raise TablestoreClientError(f"primary key column {name!r} has no value")
+        result.append((name, value))
+    return tuple(result)
+
+
+def normalize_columns(columns: ColumnsArg | None) -> tuple[Column, ...]:
+    """Columns from a ``{name: value}`` mapping, ``Column`` objects or ``(name, value[, ts[, op]])`` tuples."""
+    if columns is None:
+        return ()
+    if isinstance(columns, Mapping):
+        return tuple(Column(str(name), value) for name, value in columns.items())
+    if isinstance(columns, str | bytes):
+        raise TablestoreClientError("columns must be a mapping or a sequence of Column/(name, value) tuples")
+    result = []
+    for item in columns:
+        if isinstance(item, Column):
+            result.append(item)
+        elif isinstance(item, tuple) and 1 <= len(item) <= 4 and isinstance(item[0], str):
+            result.append(Column(*item))
+        else:
+            raise TablestoreClientError(f"bad column {item!r}: use Column(name, value, timestamp, op) or (name, value)")
+    return tuple(result)
+
+
+def _time_range_pb(time_range: TimeRange | None) -> Any:
+    if time_range is None:
+        return None
+    message = table_pb2.TimeRange()
+    if time_range.specific is not None:
+        message.specific_time = time_range.specific
+    if time_range.start is not None:
+        message.start_time = time_range.start
+    if time_range.end is not None:
+        message.end_time = time_range.end
+    return message
+
+
+def _apply_read_options(
+    message: Any,
+    columns: Iterable[str] | None,
+    max_versions: int | None,
+    time_range: TimeRange | None,
+    column_filter: ColumnCondition | None,
+    start_column: str | None = None,
+    end_column: str | None = None,
+) -> None:
+    if columns is not None:
+        if isinstance(columns, str):
+            raise TablestoreClientError("columns must be a list of column names, not a single string")
+        message.columns_to_get.extend(columns)
+    if max_versions is None and time_range is None:
+        raise TablestoreClientError("give max_versions or time_range (at least one version condition)")
+    if max_versions is not None:
+        message.max_versions = max_versions
+    if time_range is not None:
+        message.time_range.CopyFrom(_time_range_pb(time_range))
+    if column_filter is not None:
+        message.filter = encode_filter(column_filter)
+    if start_column is not None:
+        message.start_column = start_column
+    if end_column is not None:
+        message.end_column = end_column
+
+
+def _decode_row(data: bytes) -> Row | None:
+    return plainbuffer.decode_row(data) if data else None
+
+
+def _encode_write(write: RowWrite) -> bytes:
+    """PlainBuffer ``row_change`` of one batch row."""
+    if not isinstance(write, RowWrite):
+        raise TablestoreClientError(f"expected RowWrite, got {type(write).__name__}")
+    primary_key = normalize_primary_key(write.primary_key)
+    kind = WriteType(write.type)
+    if kind is WriteType.DELETE:
+        if write.columns:
+            raise TablestoreClientError("a DELETE RowWrite takes no columns")
+        return plainbuffer.encode_row(Row(primary_key, (), delete_marker=True))
+    return plainbuffer.encode_row(Row(primary_key, normalize_columns(write.columns)))
+
+
+def _write_is_repeatable(write: RowWrite) -> bool:
+    """Whether applying ``write`` twice equals applying it once (for retries after a server-side error)."""
+    if write.condition != Condition():
+        return False
+    return all(column.op != CellOp.INCREMENT for column in normalize_columns(write.columns))
+
+
+# ---- the client -----------------------------------------------------------------------------------
+
+
+class TableClient:
+    """Client of one Tablestore instance's table API.
+
+    Build it from the endpoint and AccessKey (``region`` switches to V4 signing, ``sts_token`` adds an STS
+    token), or from an existing :class:`Transport`. Use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        access_key_id: str | None = None,
+        access_key_secret: str | None = None,
+        instance_name: str | None = None,
+        *,
+        sts_token: str | None = None,
+        region: str | None = None,
+        timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        transport: Transport | None = None,
+    ) -> None:
+        if transport is not None:
+            self._transport = transport
+            self._owns_transport = False
+            return
+        if not (endpoint and access_key_id and access_key_secret and instance_name):
+            raise TablestoreClientError(
+                "TableClient needs endpoint, access_key_id, access_key_secret and instance_name "
+                "(or an existing transport=)"
+            )
+        credentials = Credentials(access_key_id, access_key_secret, sts_token=sts_token, region=region)
+        self._transport = Transport(endpoint, credentials, instance_name, timeout=timeout, retry=retry)
+        self._owns_transport = True
+
+    @property
+    def transport(self) -> Transport:
+        """The underlying transport (share it: ``TunnelClient(transport=client.transport)``)."""
+        return self._transport
+
+    def __repr__(self) -> str:
+        return f"TableClient(endpoint={self._transport.endpoint!r}, instance_name={self._transport.instance_name!r})"
+
+    def close(self) -> None:
+        """Close the transport if this client created it."""
+        if self._owns_transport:
+            self._transport.close()
+
+    def __enter__(self) -> TableClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _call(self, api: str, request: Any, response_cls: Any, *, idempotent: bool) -> Any:
+        return self._transport.call(f"/{api}", request, response_cls, idempotent=idempotent)
+
+    # -- tables -------------------------------------------------------------------------------------
+    def create_table(self, schema: TableSchema) -> None:
+        """Create a table (primary key, defined columns, options, reserved throughput, optional stream)."""
+        self._call("CreateTable", create_table_request(schema), table_pb2.CreateTableResponse, idempotent=False)
+        log.info("created table %s", schema.name)
+
+    def describe_table(self, name: str) -> TableDescription:
+        """Schema, options, reserved throughput, stream details and shard splits of a table."""
+        request = table_pb2.DescribeTableRequest(table_name=_table_name(name))
+        return description_from_pb(self._call("DescribeTable", request, table_pb2.DescribeTableResponse,
+                                              idempotent=True))
+
+    def list_tables(self) -> list[str]:
+        """Names of all tables of the instance."""
+        response = self._call("ListTable", table_pb2.ListTableRequest(), table_pb2.ListTableResponse, idempotent=True)
+        return list(response.table_names)
+
+    def update_table(
+        self,
+        name: str,
+        *,
+        options: TableOptions | None = None,
+        reserved_throughput: ReservedThroughput | None = None,
+        stream: StreamSpec | None = None,
+    ) -> UpdateTableResult:
+        """Change options, reserved throughput and/or the stream; returns the resulting settings."""
+        if options is None and reserved_throughput is None and stream is None:
+            raise TablestoreClientError("update_table needs options, reserved_throughput or stream")
+        request = table_pb2.UpdateTableRequest(table_name=_table_name(name))
+        if options is not None:
+            request.table_options.CopyFrom(options_to_pb(options))
+        if reserved_throughput is not None:
+            request.reserved_throughput.CopyFrom(reserved_throughput_to_pb(reserved_throughput))
+        if stream is not None:
+            request.stream_spec.CopyFrom(stream_spec_to_pb(stream))
+        response = self._call("UpdateTable", request, table_pb2.UpdateTableResponse, idempotent=False)
+        capacity = response.reserved_throughput_details.capacity_unit
+        return UpdateTableResult(
+            options=options_from_pb(response.table_options),
+            reserved_throughput=ReservedThroughput(read=capacity.read, write=capacity.write),
+            stream=stream_details_from_pb(response.stream_details if response.HasField("stream_details") else None),
+        )
+
+    def delete_table(self, name: str) -> None:
+        """Delete a table and all its data."""
+        self._call("DeleteTable", table_pb2.DeleteTableRequest(table_name=_table_name(name)),
+                   table_pb2.DeleteTableResponse, idempotent=False)
+        log.info("deleted table %s", name)
+
+    # -- single rows --------------------------------------------------------------------------------
+    def put_row(
+        self,
+        table: str,
+        primary_key: PrimaryKeyArg,
+        columns: ColumnsArg | None = None,
+        *,
+        condition: Condition | None = None,
+        return_primary_key: bool = False,
+    ) -> PrimaryKey | None:
+        """Write a whole row (replacing any existing one). Returns the primary key if
+        ``return_primary_key`` (how auto-increment values come back)."""
+        row = Row(normalize_primary_key(primary_key), normalize_columns(columns))
+        request = table_pb2.PutRowRequest(
+            table_name=_table_name(table), row=plainbuffer.encode_row(row), condition=condition_to_pb(condition)
+        )
+        if return_primary_key:
+            request.return_content.return_type = _RT_PK
+        response = self._call("PutRow", request, table_pb2.PutRowResponse, idempotent=False)
+        return self._returned_key(response)
+
+    def update_row(
+        self,
+        table: str,
+        primary_key: PrimaryKeyArg,
+        columns: ColumnsArg,
+        *,
+        condition: Condition | None = None,
+        return_primary_key: bool = False,
+    ) -> PrimaryKey | None:
+        """Put, delete (one version / all versions) or increment the given columns of one row."""
+        changes = normalize_columns(columns)
+        if not changes:
+            raise TablestoreClientError("update_row needs at least one column change")
+        row = Row(normalize_primary_key(primary_key), changes)
+        request = table_pb2.UpdateRowRequest(
+            table_name=_table_name(table), row_change=plainbuffer.encode_row(row),
+            condition=condition_to_pb(condition),
+        )
+        if return_primary_key:
+            request.return_content.return_type = _RT_PK
+        response = self._call("UpdateRow", request, table_pb2.UpdateRowResponse, idempotent=False)
+        return self._returned_key(response)
+
+    def delete_row(self, table: str, primary_key: PrimaryKeyArg, *, condition: Condition | None = None) -> None:
+        """Delete a whole row (succeeds on an absent row unless the condition says otherwise)."""
+        row = Row(normalize_primary_key(primary_key), (), delete_marker=True)
+        request = table_pb2.DeleteRowRequest(
+            table_name=_table_name(table), primary_key=plainbuffer.encode_row(row),
+            condition=condition_to_pb(condition),
+        )
+        self._call("DeleteRow", request, table_pb2.DeleteRowResponse, idempotent=False)
+
+    @staticmethod
+    def _returned_key(response: Any) -> PrimaryKey | None:
+        if response.HasField("row") and response.row:
+            row = plainbuffer.decode_row(response.row)
+            return row.primary_key if row is not None else None
+        return None
+
+    def get_row(
+        self,
+        table: str,
+        primary_key: PrimaryKeyArg,
+        *,
+        columns: Iterable[str] | None = None,
+        max_versions: int | None = 1,
+        time_range: TimeRange | None = None,
+        column_filter: ColumnCondition | None = None,
+        start_column: str | None = None,
+        end_column: str | None = None,
+    ) -> Row | None:
+        """Read one row; None when it does not exist (or the filter rejects it)."""
+        request = table_pb2.GetRowRequest(
+            table_name=_table_name(table), primary_key=plainbuffer.encode_primary_key(normalize_primary_key(primary_key))
+        )
+        _apply_read_options(request, columns, max_versions, time_range, column_filter, start_column, end_column)
+        response = self._call("GetRow", request, table_pb2.GetRowResponse, idempotent=True)
+        return _decode_row(response.row)
+
+    # -- batches ------------------------------------------------------------------------------------
+    def batch_get_row(
+        self,
+        table: str,
+        primary_keys: Sequence[PrimaryKeyArg],
+        *,
+        columns: Iterable[str] | None = None,
+        max_versions: int | None = 1,
+        time_range: TimeRange | None = None,
+        column_filter: ColumnCondition | None = None,
+    ) -> list[RowReadResult]:
+        """Read up to 100 rows of one table in one request; one result per key, in order."""
+        keys = [normalize_primary_key(pk) for pk in primary_keys]
+        if not keys:
+            return []
+        if len(keys) > MAX_BATCH_GET_ROWS:
+            raise TablestoreClientError(
+                f"batch_get_row takes at most {MAX_BATCH_GET_ROWS} keys, got {len(keys)}; use get_rows() to chunk"
+            )
+        item = table_pb2.TableInBatchGetRowRequest(table_name=_table_name(table))
+        item.primary_key.extend(plainbuffer.encode_primary_key(key) for key in keys)
+        _apply_read_options(item, columns, max_versions, time_range, column_filter)
+        request = table_pb2.BatchGetRowRequest(tables=[item])
+        response, request_id = self._transport.call_detailed(
+            "/BatchGetRow", request, table_pb2.BatchGetRowResponse, idempotent=True
+        )
+        rows = [row for table_result in response.tables for row in table_result.rows]
+        if len(rows) != len(keys):
+            raise TablestoreClientError(
+                f"BatchGetRow answered {len(rows)} rows for {len(keys)} keys", request_id=request_id
+            )
+        results = []
+        for index, (key, answer) in enumerate(zip(keys, rows, strict=True)):
+            if answer.is_ok:
+                results.append(RowReadResult(index, key, True, _decode_row(answer.row)))
+            else:
+                error = error_from_response(answer.error.code, answer.error.message, None, request_id)
+                results.append(RowReadResult(index, key, False, error=error))
+        return results
+
+    def get_rows(self, table: str, primary_keys: Iterable[PrimaryKeyArg], **read_options: Any) -> list[Row | None]:
+        """Read any number of rows (chunked by 100); raises the first per-row error."""
+        keys = list(primary_keys)
+        rows: list[Row | None] = []
+        for start in range(0, len(keys), MAX_BATCH_GET_ROWS):
+            for result in self.batch_get_row(table, keys[start:start + MAX_BATCH_GET_ROWS], **read_options):
+                if not result.ok:
+                    assert result.error is not None
+                    raise result.error
+                rows.append(result.row)
+        return rows
+
+    def batch_write_row(self, writes: Sequence[RowWrite]) -> list[RowWriteResult]:
+        """Apply up to 200 row writes (any tables) in one request; one result per write, in order."""
+        encoded = [(write, _encode_write(write)) for write in writes]
+        if len(encoded) > MAX_BATCH_WRITE_ROWS:
+            raise TablestoreClientError(
+                f"batch_write_row takes at most {MAX_BATCH_WRITE_ROWS} rows, got {len(encoded)}; "
+                "use write_rows() to chunk"
+            )
+        return self._batch_write(encoded)
+
+    def _batch_write(self, encoded: Sequence[tuple[RowWrite, bytes]]) -> list[RowWriteResult]:
+        if not encoded:
+            return []
+        groups: dict[str, list[int]] = {}
+        for index, (write, _) in enumerate(encoded):
+            groups.setdefault(_table_name(write.table), []).append(index)
+        request = table_pb2.BatchWriteRowRequest()
+        for table, indexes in groups.items():
+            item = request.tables.add(table_name=table)
+            for index in indexes:
+                write, row_change = encoded[index]
+                item.rows.add(
+                    type=_OPERATION_TYPES[WriteType(write.type)], row_change=row_change,
+                    condition=condition_to_pb(write.condition),
+                )
+        response, request_id = self._transport.call_detailed(
+            "/BatchWriteRow", request, table_pb2.BatchWriteRowResponse, idempotent=False
+        )
+        results: list[RowWriteResult | None] = [None] * len(encoded)
+        answers = list(response.tables)
+        if len(answers) != len(groups):
+            raise TablestoreClientError(
+                f"BatchWriteRow answered {len(answers)} tables for {len(groups)}", request_id=request_id
+            )
+        for (table, indexes), answer in zip(groups.items(), answers, strict=True):
+            if len(answer.rows) != len(indexes):
+                raise TablestoreClientError(
+                    f"BatchWriteRow answered {len(answer.rows)} rows for {len(indexes)} of table {table!r}",
+                    request_id=request_id,
+                )
+            for index, row in zip(indexes, answer.rows, strict=True):
+                write = encoded[index][0]
+                if row.is_ok:
+                    returned = _decode_row(row.row) if row.HasField("row") else None
+                    results[index] = RowWriteResult(write, index, True, row=returned)
+                else:
+                    error = error_from_response(row.error.code, row.error.message, None, request_id)
+                    results[index] = RowWriteResult(write, index, False, error=error)
+        return [result for result in results if result is not None]
+
+    def write_rows(
+        self,
+        writes: Iterable[RowWrite],
+        *,
+        max_attempts: int = 5,
+        max_batch_rows: int = MAX_BATCH_WRITE_ROWS,
+        max_batch_bytes: int = MAX_BATCH_WRITE_BYTES,
+    ) -> int:
+        """Write any number of rows in legal batches (≤200 rows, ≤4 MB); return how many were written.
+
+        Rows failing with a retryable per-row error are retried (up to ``max_attempts`` tries each, with
+        backoff). If any row still fails, or a whole batch request fails, raises :class:`BatchWriteError`
+        whose ``failures`` lists every failed :class:`RowWriteResult` (a failed request marks all of its
+        rows failed; rows after it are not attempted and ``failures`` says so via ``not_attempted``).
+        """
+        if not 1 <= max_batch_rows <= MAX_BATCH_WRITE_ROWS:
+            raise TablestoreClientError(f"max_batch_rows must be in 1..{MAX_BATCH_WRITE_ROWS}")
+        written = 0
+        failures: list[RowWriteResult] = []
+        batch: list[tuple[RowWrite, bytes]] = []
+        batch_bytes = 0
+        position = 0
+        iterator = iter(writes)
+        try:
+            for write in iterator:
+                row_change = _encode_write(write)
+                if batch and (len(batch) >= max_batch_rows or batch_bytes + len(row_change) > max_batch_bytes):
+                    written += self._write_batch_with_retries(batch, position - len(batch), max_attempts, failures)
+                    batch, batch_bytes = [], 0
+                batch.append((write, row_change))
+                batch_bytes += len(row_change)
+                position += 1
+            if batch:
+                written += self._write_batch_with_retries(batch, position - len(batch), max_attempts, failures)
+        except _BatchAborted as aborted:
+            written += aborted.written
+            not_attempted = sum(1 for _ in iterator)
+            failures.extend(aborted.results)
+            error = BatchWriteError(
+                f"write_rows stopped: a batch request failed with {aborted.error.code}: {aborted.error.message}; "
+                f"{written} row(s) written, {len(failures)} failed, {not_attempted} not attempted",
+                failures,
+            )
+            error.written = written  # type: ignore[attr-defined]
+            error.not_attempted = not_attempted  # type: ignore[attr-defined]
+            raise error from aborted.error
+        if failures:
+            codes = sorted({result.error.code for result in failures if isinstance(result.error, TablestoreError)})
+            error = BatchWriteError(
+                f"{len(failures)} of {position} row(s) failed after retries ({', '.join(codes) or 'errors'}); "
+                f"{written} written. See .failures for every failed row",
+                failures,
+            )
+            error.written = written  # type: ignore[attr-defined]
+            error.not_attempted = 0  # type: ignore[attr-defined]
+            raise error
+        return written
+
+    def _write_batch_with_retries(
+        self, batch: list[tuple[RowWrite, bytes]], offset: int, max_attempts: int, failures: list[RowWriteResult]
+    ) -> int:
+        """Write one legal batch, retrying retryable per-row failures; append final failures; return # ok."""
+        policy = self._transport.retry
+        pending = list(range(len(batch)))
+        final: dict[int, RowWriteResult] = {}
+        written = 0
+        attempt = 1
+        while pending:
+            try:
+                results = self._batch_write([batch[i] for i in pending])
+            except TablestoreError as exc:
+                aborted = [
+                    RowWriteResult(batch[i][0], offset + i, False, error=exc) for i in pending
+                ]
+                failures.extend(final[i] for i in sorted(final))
+                raise _BatchAborted(exc, aborted, written) from exc
+            retry_next: list[int] = []
+            for local, result in zip(pending, results, strict=True):
+                if result.ok:
+                    written += 1
+                    continue
+                error = result.error
+                retryable = isinstance(error, TablestoreError) and (
+                    policy.is_throttling(error)
+                    or (error.code in _ROW_SERVER_CODES and _write_is_repeatable(result.write))
+                )
+                if retryable and attempt < max_attempts:
+                    retry_next.append(local)
+                else:
+                    final[local] = RowWriteResult(result.write, offset + local, False, error=error)
+            if retry_next:
+                wait = policy.delay(attempt, results[0].error if results else None)
+                log.warning(
+                    "write_rows: %d row(s) failed with retryable errors, attempt %d of %d; retrying in %.3fs",
+                    len(retry_next), attempt, max_attempts, wait,
+                )
+                policy.sleep(wait)
+            pending = retry_next
+            attempt += 1
+        failures.extend(final[i] for i in sorted(final))
+        if written:
+            log.debug("write_rows: batch of %d row(s) written (%d ok)", len(batch), written)
+        return written
+
+    # -- ranges -------------------------------------------------------------------------------------
+    def get_range(
+        self,
+        table: str,
+        start: PrimaryKeyArg,
+        end: PrimaryKeyArg,
+        *,
+        direction: Direction = Direction.FORWARD,
+        limit: int | None = None,
+        columns: Iterable[str] | None = None,
+        max_versions: int | None = 1,
+        time_range: TimeRange | None = None,
+        column_filter: ColumnCondition | None = None,
+    ) -> tuple[list[Row], PrimaryKey | None]:
+        """One page of rows from ``start`` (inclusive) to ``end`` (exclusive) and the next start key
+        (None when the range is exhausted). BACKWARD scans need ``start`` > ``end``."""
+        request = table_pb2.GetRangeRequest(
+            table_name=_table_name(table),
+            direction=0 if Direction(direction) is Direction.FORWARD else 1,
+            inclusive_start_primary_key=plainbuffer.encode_primary_key(normalize_primary_key(start)),
+            exclusive_end_primary_key=plainbuffer.encode_primary_key(normalize_primary_key(end)),
+        )
+        if limit is not None:
+            if limit <= 0:
+                raise TablestoreClientError(f"limit must be positive, got {limit}")
+            request.limit = limit
+        _apply_read_options(request, columns, max_versions, time_range, column_filter)
+        response = self._call("GetRange", request, table_pb2.GetRangeResponse, idempotent=True)
+        rows = plainbuffer.decode_rows(response.rows) if response.rows else []
+        next_key = None
+        if response.HasField("next_start_primary_key") and response.next_start_primary_key:
+            decoded = plainbuffer.decode_row(response.next_start_primary_key)
+            next_key = decoded.primary_key if decoded is not None else None
+        return rows, next_key
+
+    def iter_range(
+        self,
+        table: str,
+        start: PrimaryKeyArg,
+        end: PrimaryKeyArg,
+        *,
+        direction: Direction = Direction.FORWARD,
+        limit: int | None = None,
+        page_size: int | None = None,
+        columns: Iterable[str] | None = None,
+        max_versions: int | None = 1,
+        time_range: TimeRange | None = None,
+        column_filter: ColumnCondition | None = None,
+    ) -> Iterator[Row]:
+        """All rows of a range, following ``next_start_primary_key`` page by page (``limit`` = total)."""
+        remaining = limit
+        cursor: PrimaryKeyArg | None = start
+        pages = 0
+        while cursor is not None and (remaining is None or remaining > 0):
+            page_limit = page_size
+            if remaining is not None:
+                page_limit = remaining if page_limit is None else min(page_limit, remaining)
+            rows, cursor = self.get_range(
+                table, cursor, end, direction=direction, limit=page_limit, columns=columns,
+                max_versions=max_versions, time_range=time_range, column_filter=column_filter,
+            )
+            pages += 1
+            if pages % 100 == 0:
+                log.info("iter_range %s: %d pages read", table, pages)
+            yield from rows
+            if remaining is not None:
+                remaining -= len(rows)
+
+
+class _BatchAborted(Exception):
+    def __init__(self, error: TablestoreError, results: list[RowWriteResult], written: int) -> None:
+        super().__init__(error.code)
+        self.error = error
+        self.results = results
+        self.written = written
+
+
+__all__ = [
+    "MAX_BATCH_GET_ROWS",
+    "MAX_BATCH_WRITE_BYTES",
+    "MAX_BATCH_WRITE_ROWS",
+    "RowReadResult",
+    "TableClient",
+    "UpdateTableResult",
+    "normalize_columns",
+    "normalize_primary_key",
+]
