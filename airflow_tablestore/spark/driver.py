@@ -18,9 +18,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_tablestore.client.errors import TablestoreError, TunnelExpiredError, TunnelNotFoundError
-from airflow_tablestore.client.model import ChannelStatus, TunnelDescription, TunnelStage, TunnelType
+from airflow_tablestore.client.model import TunnelDescription
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
 from airflow_tablestore.spark.options import JobOptions
+from airflow_tablestore.spark.phases import BASE, STREAM, full_phase_done, incremental_done
 from airflow_tablestore.spark.reader import CONTROL_DDL, ChannelTask, RoundPlan, round_function
 from airflow_tablestore.spark.session import SessionLostError, TunnelSession
 from airflow_tablestore.spark.settings import TablestoreSettings
@@ -28,8 +29,6 @@ from airflow_tablestore.spark.sinks import Sink
 
 log = logging.getLogger("airflow_tablestore.spark")
 
-BASE = "BaseData"
-STREAM = "Stream"
 MAX_RECONNECTS = 5
 
 
@@ -70,24 +69,6 @@ def _fmt_ns(ns: int) -> str:
     if not ns:
         return "none"
     return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
-
-
-def full_phase_done(desc: TunnelDescription) -> bool:
-    """True once the tunnel has no BaseData work left."""
-    info = desc.tunnel
-    if info.tunnel_type == TunnelType.STREAM or info.stage == TunnelStage.PROCESS_STREAM:
-        return True
-    if info.tunnel_type == TunnelType.BASE_DATA and info.stage != TunnelStage.INIT:
-        return all(ch.status == ChannelStatus.TERMINATED for ch in desc.channels)
-    return False
-
-
-def incremental_done(desc: TunnelDescription, cutoff_ns: int) -> bool:
-    """True when every live stream channel (hence the tunnel consume point) reached the cutoff."""
-    live = [ch for ch in desc.channels if ch.channel_type == STREAM and ch.status != ChannelStatus.TERMINATED]
-    if not live:
-        return desc.consume_point_ns >= cutoff_ns
-    return all(ch.consume_point_ns >= cutoff_ns for ch in live)
 
 
 class ConsumerJob:

@@ -1,0 +1,193 @@
+"""Replicate a Tablestore table through its tunnel with Spark: base data once, then every interval's changes.
+
+Copy this DAG and adjust the defaults (or set them per run in the trigger form). Each run:
+
+1. ``choose_sink`` — a Tablestore sink needs the destination table; a Parquet sink does not.
+2. ``create_destination_table`` — a replica of the source's schema with ``max_time_deviation`` raised so
+   original cell versions can be written (idempotent).
+3. ``create_tunnel`` — a BaseAndStream tunnel on the source (idempotent by name).
+4. ``plan`` — reads the tunnel: runs the full phase only while base data is left, skips the Spark job when the
+   consume point already reached the cutoff.
+5. ``full_phase`` / ``incremental_phase`` — ``spark-submit`` of ``airflow_tablestore/spark/consumer.py``;
+   the incremental cutoff is the run's ``data_interval_end``.
+6. ``wait_consume_point`` — the tunnel consume point is at or past the same cutoff.
+
+Credentials reach spark-submit as ``TABLESTORE_*`` / ``TABLESTORE_SINK_*`` environment variables rendered
+from the connections (and masked), never as application arguments. ``catchup=True`` with
+``max_active_runs=1`` makes scheduled runs and ``airflow backfill create`` walk the intervals in order;
+set ``TABLESTORE_REPLICATION_START_DATE`` (ISO date) to choose where catch-up starts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG, Param, task
+
+from airflow_tablestore.operators.table import TablestoreCreateTableOperator
+from airflow_tablestore.operators.tunnel import TablestoreCreateTunnelOperator
+from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor
+
+CONSUMER = importlib.util.find_spec("airflow_tablestore.spark.consumer")
+APPLICATION = CONSUMER.origin if CONSUMER and CONSUMER.origin else "airflow_tablestore/spark/consumer.py"
+START_DATE = datetime.fromisoformat(os.environ.get("TABLESTORE_REPLICATION_START_DATE", "2026-11-01T00:00:00+00:00"))
+CUTOFF = "{{ (data_interval_end or dag_run.run_after).isoformat() }}"
+
+_CONFIG_FIELDS = ("endpoint", "instance_name", "access_key_id", "access_key_secret", "sts_token", "region")
+_ENV_NAMES = {
+    "endpoint": "ENDPOINT", "instance_name": "INSTANCE", "access_key_id": "ACCESS_KEY_ID",
+    "access_key_secret": "ACCESS_KEY_SECRET", "sts_token": "STS_TOKEN", "region": "REGION",
+}
+_configs: dict[str, Any] = {}
+
+
+def tablestore_setting(conn_id: str, name: str) -> str:
+    """Template macro: one field of a ``tablestore`` connection (secrets are registered with the masker)."""
+    if name not in _CONFIG_FIELDS:
+        raise ValueError(f"unknown Tablestore setting {name!r}")
+    if conn_id not in _configs:
+        from airflow_tablestore.hooks.base import TablestoreBaseHook
+
+        _configs[conn_id] = TablestoreBaseHook(conn_id).get_config()  # calls mask_secret on the secrets
+    return str(getattr(_configs[conn_id], name) or "")
+
+
+def _credential_env() -> dict[str, str]:
+    env = {}
+    for prefix, param in (("TABLESTORE_", "tablestore_conn_id"), ("TABLESTORE_SINK_", "sink_tablestore_conn_id")):
+        for field, suffix in _ENV_NAMES.items():
+            env[prefix + suffix] = "{{ tablestore_setting(params." + param + ", '" + field + "') }}"
+    # Local/client mode: the driver and executors use the worker's interpreter (it has this package).
+    env["PYSPARK_PYTHON"] = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    return env
+
+
+class TablestoreSparkSubmitOperator(SparkSubmitOperator):
+    """``SparkSubmitOperator`` whose Spark connection id can come from a param (templated)."""
+
+    template_fields = (*SparkSubmitOperator.template_fields, "_conn_id")
+
+
+def _consumer_args(phase: str) -> list[str]:
+    args = [
+        "--table", "{{ params.source_table }}",
+        "--tunnel", "{{ params.tunnel_name }}",
+        "--phase", phase,
+        "--sink", "{{ params.sink_type }}",
+        "--sink-table", "{{ params.destination_table }}",
+        "--sink-path", "{{ params.parquet_path }}",
+        "--records-per-channel", "{{ params.records_per_channel }}",
+        "--heartbeat-interval", "{{ params.heartbeat_interval }}",
+    ]
+    if phase == "incremental":
+        args += ["--cutoff", CUTOFF]
+    return args
+
+
+with DAG(
+    dag_id="tablestore_replication",
+    description="Tablestore → Tablestore/Parquet replication through a tunnel, with Spark",
+    schedule="@hourly",
+    start_date=START_DATE,
+    catchup=True,
+    max_active_runs=1,
+    default_args={"retries": 2, "retry_delay": timedelta(minutes=1)},
+    user_defined_macros={"tablestore_setting": tablestore_setting},
+    params={
+        "tablestore_conn_id": Param("tablestore_default", type="string", description="source connection"),
+        "sink_tablestore_conn_id": Param("tablestore_default", type="string",
+                                         description="destination connection (Tablestore sink)"),
+        "spark_conn_id": Param("spark_default", type="string", description="Spark connection (master)"),
+        "source_table": Param("source_table", type="string", minLength=1),
+        "destination_table": Param("replica_table", type="string", minLength=1),
+        "tunnel_name": Param("replication", type="string", minLength=1),
+        "sink_type": Param("tablestore", enum=["tablestore", "parquet"]),
+        "parquet_path": Param("/tmp/tablestore-changelog", type="string",
+                              description="change-log directory or URI (Parquet sink)"),
+        "records_per_channel": Param(50000, type="integer", minimum=1),
+        "heartbeat_interval": Param(5, type="number", exclusiveMinimum=0),
+    },
+    tags=["tablestore", "spark", "replication"],
+    doc_md=__doc__,
+) as dag:
+
+    @task.branch
+    def choose_sink(params: dict[str, Any] | None = None) -> str:
+        """A Tablestore sink needs the destination table first."""
+        assert params is not None
+        return "create_destination_table" if params["sink_type"] == "tablestore" else "create_tunnel"
+
+    create_destination_table = TablestoreCreateTableOperator(
+        task_id="create_destination_table",
+        table_name="{{ params.destination_table }}",
+        source_table="{{ params.source_table }}",
+        source_tablestore_conn_id="{{ params.tablestore_conn_id }}",
+        tablestore_conn_id="{{ params.sink_tablestore_conn_id }}",
+    )
+
+    create_tunnel = TablestoreCreateTunnelOperator(
+        task_id="create_tunnel",
+        table_name="{{ params.source_table }}",
+        tunnel_name="{{ params.tunnel_name }}",
+        tablestore_conn_id="{{ params.tablestore_conn_id }}",
+        trigger_rule="none_failed_min_one_success",
+    )
+
+    @task.branch
+    def plan(params: dict[str, Any] | None = None, **context: Any) -> str:
+        """Full phase while base data is left; skip Spark when the consume point already passed the cutoff."""
+        from airflow_tablestore.client.tunnel import to_ns
+        from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
+        from airflow_tablestore.spark.phases import full_phase_done, incremental_done
+
+        assert params is not None
+        cutoff = context.get("data_interval_end") or context["dag_run"].run_after
+        hook = TablestoreTunnelHook(params["tablestore_conn_id"])
+        desc = hook.conn.describe_tunnel(params["source_table"], params["tunnel_name"])
+        if not full_phase_done(desc):
+            return "full_phase"
+        if not incremental_done(desc, to_ns(cutoff)):
+            return "incremental_phase"
+        return "wait_consume_point"
+
+    common: dict[str, Any] = {
+        "application": APPLICATION,
+        "conn_id": "{{ params.spark_conn_id }}",
+        "env_vars": _credential_env(),
+        "conf": {"spark.speculation": "false", "spark.sql.sources.partitionOverwriteMode": "dynamic"},
+    }
+    full_phase = TablestoreSparkSubmitOperator(
+        task_id="full_phase",
+        name="tablestore-{{ params.tunnel_name }}-full",
+        application_args=_consumer_args("full"),
+        **common,
+    )
+    incremental_phase = TablestoreSparkSubmitOperator(
+        task_id="incremental_phase",
+        name="tablestore-{{ params.tunnel_name }}-incremental",
+        application_args=_consumer_args("incremental"),
+        trigger_rule="none_failed_min_one_success",
+        **common,
+    )
+    wait_consume_point = TablestoreTunnelConsumePointSensor(
+        task_id="wait_consume_point",
+        table_name="{{ params.source_table }}",
+        tunnel_name="{{ params.tunnel_name }}",
+        cutoff=CUTOFF,
+        tablestore_conn_id="{{ params.tablestore_conn_id }}",
+        poke_interval=10,
+        timeout=3600,
+        trigger_rule="none_failed_min_one_success",
+    )
+
+    sink_choice = choose_sink()
+    sink_choice >> [create_destination_table, create_tunnel]
+    create_destination_table >> create_tunnel
+    planned = plan()
+    create_tunnel >> planned >> [full_phase, incremental_phase, wait_consume_point]
+    full_phase >> incremental_phase >> wait_consume_point
