@@ -1,0 +1,134 @@
+"""Failures: a processor that raises, a partition split, an expired tunnel, an emulator restart."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from airflow_tablestore.client.model import ChannelStatus, Column, Record, TunnelStage, TunnelType
+from airflow_tablestore.client.table import TableClient
+from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client.worker import ChannelContext, TunnelWorker, TunnelWorkerError
+from airflow_tablestore.emulator.testing import EmulatorProcess
+
+from .conftest import EMULATOR_ARGS, fast_config
+from .helpers import RecordingProcessor, full_scan, table_schema
+from .test_worker_replication import BASE_MS, load_base_rows, mutate, wait_for
+
+
+@pytest.fixture()
+def own_emulator(tmp_path: Any) -> Iterator[EmulatorProcess]:
+    with EmulatorProcess(data_dir=tmp_path / "data", extra_args=EMULATOR_ARGS) as emu:
+        yield emu
+
+
+def _n(rec: Record) -> int:
+    return rec.primary_key[1][1]  # type: ignore[return-value]
+
+
+def test_processor_error_redelivers_after_last_checkpoint_in_order(
+    table_client: Any, tunnel_client: TunnelClient, unique: str
+) -> None:
+    table = f"{unique}p"
+    table_client.create_table(table_schema(table))
+    for i in range(60):
+        table_client.put_row(table, (("pk", "a"), ("n", i)), [Column("v", i, BASE_MS)])
+    tunnel_id = tunnel_client.create_tunnel(table, "p", TunnelType.BASE_DATA)
+    processor = RecordingProcessor()
+    failed_batch: list[int] = []
+    lock = threading.Lock()
+
+    def fail_once(records: list[Record], ctx: ChannelContext) -> bool:
+        with lock:
+            if not failed_batch and any(_n(r) == 30 for r in records):
+                failed_batch.extend(_n(r) for r in records)
+                return True
+            return False
+
+    processor.fail_when = fail_once
+    # Checkpoint rarely: only the flush on close and "finished" store progress.
+    with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config(checkpoint_interval_s=3600)) as worker:
+        wait_for(lambda: all(c.status is ChannelStatus.TERMINATED
+                             for c in tunnel_client.describe_tunnel(table, "p").channels), "all base channels")
+        errors = worker.metrics.channel_errors
+    assert processor.failures == 1 and errors == 1 and failed_batch
+    by_channel: dict[str, list[int]] = {}
+    for channel_id, batch in processor.batches:
+        by_channel.setdefault(channel_id, []).extend(_n(r) for r in batch)
+    delivered = sorted(n for ns in by_channel.values() for n in ns)
+    assert delivered == list(range(60))  # every record exactly once after the redelivery, none lost
+    for ns in by_channel.values():
+        assert ns == sorted(ns)  # order preserved inside each channel
+    assert set(failed_batch) <= set(delivered)
+
+
+def test_expired_tunnel_stops_the_worker_with_a_clear_error(own_emulator: EmulatorProcess, unique: str) -> None:
+    table_client = TableClient(**own_emulator.client_kwargs)
+    tunnel_client = TunnelClient(**own_emulator.client_kwargs)
+    emulator = own_emulator
+    table = f"{unique}x"
+    table_client.create_table(table_schema(table))
+    load_base_rows(table_client, table, 5)
+    tunnel_id = tunnel_client.create_tunnel(table, "x", TunnelType.BASE_AND_STREAM)
+    table_client.put_row(table, (("pk", "late"), ("n", 1)), [Column("v", 1, BASE_MS)])
+    emulator.control.advance_time(25 * 3600)  # beyond the table's 24 h stream retention
+    worker = TunnelWorker(tunnel_client, tunnel_id, RecordingProcessor(), fast_config())
+    with pytest.raises(TunnelWorkerError) as exc:
+        worker.run()
+    assert exc.value.code == "OTSTunnelExpired"
+    assert "delete the tunnel" in str(exc.value) and "create it again" in str(exc.value)
+    assert worker.error is exc.value
+
+
+def test_partition_split_parent_before_children(
+    emulator: EmulatorProcess, table_client: Any, tunnel_client: TunnelClient, unique: str
+) -> None:
+    table = f"{unique}s"
+    table_client.create_table(table_schema(table))
+    tunnel_id = tunnel_client.create_tunnel(table, "s", TunnelType.STREAM)
+    processor = RecordingProcessor()
+    with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config()):
+        wait_for(lambda: len(tunnel_client.describe_tunnel(table, "s").channels) == 2, "two stream channels")
+        for i in range(40):
+            table_client.put_row(table, (("pk", f"p{i}"), ("n", i)), [Column("v", i, BASE_MS)])
+        before = {c.channel_id for c in tunnel_client.describe_tunnel(table, "s").channels}
+        parent = sorted(before)[0]
+        partition_id = parent.rsplit("_", 1)[0]
+        emulator.control.split_partition(table, partition_id)
+        for i in range(40, 80):
+            table_client.put_row(table, (("pk", f"p{i}"), ("n", i)), [Column("v", i, BASE_MS)])
+        wait_for(lambda: len({_n(r) for r in processor.records}) == 80, "all 80 writes")
+        desc = tunnel_client.describe_tunnel(table, "s")
+    children = {c.channel_id for c in desc.channels} - before
+    assert children, "the split created child channels"
+    assert {c.status for c in desc.channels if c.channel_id == parent} == {ChannelStatus.TERMINATED}
+    order = [cid for cid, _ in processor.batches]
+    parent_batches = [i for i, cid in enumerate(order) if cid == parent]
+    child_batches = [i for i, cid in enumerate(order) if cid in children]
+    assert child_batches, "children delivered records"
+    assert not parent_batches or max(parent_batches) < min(child_batches)
+
+
+@pytest.mark.slow
+def test_worker_recovers_from_an_emulator_restart(own_emulator: EmulatorProcess, unique: str) -> None:
+    tables = TableClient(**own_emulator.client_kwargs)
+    tunnels = TunnelClient(**own_emulator.client_kwargs)
+    source, replica = f"{unique}src", f"{unique}dst"
+    tables.create_table(table_schema(source))
+    tables.create_table(table_schema(replica, stream=False))
+    load_base_rows(tables, source, 120)
+    tunnel_id = tunnels.create_tunnel(source, "r", TunnelType.BASE_AND_STREAM)
+    processor = RecordingProcessor(tables, replica)
+    with TunnelWorker(tunnels, tunnel_id, processor, fast_config()) as worker:
+        wait_for(lambda: len(processor.records) > 0, "consumption to start")
+        own_emulator.restart()
+        mutate(tables, source, 120)
+        wait_for(lambda: tunnels.describe_tunnel(source, "r").tunnel.stage is TunnelStage.PROCESS_STREAM,
+                 "the base phase after the restart")
+        wait_for(lambda: full_scan(tables, replica) == full_scan(tables, source), "the replica to converge")
+        assert worker.error is None
+    tables.close()
+    tunnels.close()
