@@ -1,0 +1,202 @@
+"""The ``/_emulator/*`` JSON control surface (time travel, stream partitions, retention, faults, state).
+
+Requests are ``POST /_emulator/<op>`` with a JSON object body and the header ``x-emulator-access-key-id``
+equal to the emulator's AccessKey ID (no signature: it is a test back door on a local port). Answers are
+JSON; errors are ``{"error": "..."}`` with status 400/403/404. :class:`ControlClient` wraps every op.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import requests
+
+from airflow_tablestore.emulator.clock import Clock
+from airflow_tablestore.emulator.config import EmulatorConfig
+from airflow_tablestore.emulator.errors import EmulatorError
+from airflow_tablestore.emulator.storage import Store
+
+CONTROL_PREFIX = "/_emulator/"
+CONTROL_HEADER = "x-emulator-access-key-id"
+
+
+@dataclass
+class Fault:
+    """An injected failure: the next ``count`` requests to ``path`` are delayed and/or answered with an error."""
+
+    path: str
+    code: str | None = None
+    status: int = 503
+    message: str = "Server is busy."
+    count: int = 1
+    delay_s: float = 0.0
+
+
+class FaultRegistry:
+    """Thread-safe list of pending faults consulted by the server before dispatching a request."""
+
+    def __init__(self) -> None:
+        self._faults: list[Fault] = []
+        self._lock = threading.Lock()
+
+    def add(self, fault: Fault) -> None:
+        with self._lock:
+            self._faults.append(fault)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def pending(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [asdict(f) for f in self._faults]
+
+    def apply(self, path: str) -> None:
+        """Consume one matching fault: sleep ``delay_s``, then raise its error if it has a ``code``."""
+        if not self._faults:
+            return
+        with self._lock:
+            fault = next((f for f in self._faults if f.path == path and f.count > 0), None)
+            if fault is None:
+                return
+            fault.count -= 1
+            if fault.count <= 0:
+                self._faults.remove(fault)
+        if fault.delay_s > 0:
+            time.sleep(fault.delay_s)
+        if fault.code:
+            raise EmulatorError(fault.code, fault.message, fault.status)
+
+
+class ControlApi:
+    """Server side of the control surface."""
+
+    def __init__(self, store: Store, clock: Clock, faults: FaultRegistry, config: EmulatorConfig) -> None:
+        self.store = store
+        self.clock = clock
+        self.faults = faults
+        self.config = config
+
+    def handle(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """Run one control op; raises ``KeyError`` (404) or ``ValueError`` (400)."""
+        if op == "time/advance":
+            self.clock.advance(float(payload["seconds"]))
+            return {"offset_seconds": self.clock.offset_seconds, "now_us": self.clock.now_us()}
+        if op == "stream/split":
+            children = self.store.split_partition(payload["table"], payload.get("partition_id"))
+            return {"children": [p._asdict() for p in children]}
+        if op == "stream/partitions":
+            return {"partitions": [p._asdict() for p in self.store.stream_partitions(payload["table"])]}
+        if op == "stream/retention":
+            self.store.set_stream_retention(payload["table"], float(payload["hours"]))
+            trimmed = self.store.trim_stream(payload["table"], force=True)
+            return {"table": payload["table"], "hours": payload["hours"], "trimmed": trimmed}
+        if op == "stream/trim":
+            return {"trimmed": self.store.trim_stream(payload["table"], force=True)}
+        if op == "faults/add":
+            fault = Fault(
+                path=str(payload["path"]),
+                code=payload.get("code"),
+                status=int(payload.get("status", 503)),
+                message=str(payload.get("message", "Server is busy.")),
+                count=int(payload.get("count", 1)),
+                delay_s=float(payload.get("delay_s", 0.0)),
+            )
+            if not fault.path.startswith("/"):
+                raise ValueError("fault path must start with '/', e.g. '/PutRow' or '/tunnel/readrecords'")
+            self.faults.add(fault)
+            return {"faults": self.faults.pending()}
+        if op == "faults/clear":
+            self.faults.clear()
+            return {"faults": []}
+        if op == "state":
+            return {
+                "instance": self.config.instance,
+                "clock_offset_seconds": self.clock.offset_seconds,
+                "now_us": self.clock.now_us(),
+                "faults": self.faults.pending(),
+                **self.store.state(),
+            }
+        raise KeyError(f"unknown control op: {op}")
+
+    def serve(self, op: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        """HTTP adapter: returns ``(status, json body)``."""
+        if headers.get(CONTROL_HEADER) != self.config.access_key_id:
+            return 403, json.dumps({"error": f"missing or wrong {CONTROL_HEADER} header"}).encode()
+        try:
+            payload = json.loads(body or b"{}")
+            if not isinstance(payload, dict):
+                raise ValueError("body must be a JSON object")
+            return 200, json.dumps(self.handle(op, payload)).encode()
+        except KeyError as e:
+            return 404, json.dumps({"error": f"not found: {e}"}).encode()
+        except (ValueError, TypeError) as e:
+            return 400, json.dumps({"error": str(e)}).encode()
+
+
+class ControlError(RuntimeError):
+    """A control request was refused."""
+
+
+class ControlClient:
+    """Client of the control surface: ``ControlClient(emu.endpoint).advance_time(3600)``."""
+
+    def __init__(self, endpoint: str, access_key_id: str = "emulator-access-key-id", timeout: float = 30.0) -> None:
+        self.endpoint = endpoint.rstrip("/")
+        self.access_key_id = access_key_id
+        self.timeout = timeout
+        self._session = requests.Session()
+
+    def call(self, op: str, **payload: Any) -> dict[str, Any]:
+        """POST one op; raises :class:`ControlError` on a non-200 answer."""
+        resp = self._session.post(
+            self.endpoint + CONTROL_PREFIX + op,
+            data=json.dumps(payload),
+            headers={CONTROL_HEADER: self.access_key_id, "Content-Type": "application/json"},
+            timeout=self.timeout,
+        )
+        data: dict[str, Any] = resp.json()
+        if resp.status_code != 200:
+            raise ControlError(f"{op}: HTTP {resp.status_code}: {data.get('error')}")
+        return data
+
+    def advance_time(self, seconds: float) -> dict[str, Any]:
+        """Move the emulator clock (TTL, stream retention, tunnel timeouts) forward by ``seconds``."""
+        return self.call("time/advance", seconds=seconds)
+
+    def split_partition(self, table: str, partition_id: str | None = None) -> list[dict[str, Any]]:
+        """Split a stream partition (default: the first open one); returns the two children."""
+        return list(self.call("stream/split", table=table, partition_id=partition_id)["children"])
+
+    def partitions(self, table: str) -> list[dict[str, Any]]:
+        """All stream partitions of ``table`` (partition_id, parent_ids, closed, created_seq, ...)."""
+        return list(self.call("stream/partitions", table=table)["partitions"])
+
+    def set_retention(self, table: str, hours: float) -> dict[str, Any]:
+        """Override the stream retention of ``table`` and trim immediately."""
+        return self.call("stream/retention", table=table, hours=hours)
+
+    def trim(self, table: str) -> int:
+        """Trim expired stream records of ``table`` now; returns how many were removed."""
+        return int(self.call("stream/trim", table=table)["trimmed"])
+
+    def add_fault(self, path: str, code: str | None = "OTSServerBusy", *, status: int = 503,
+                  message: str = "Server is busy.", count: int = 1, delay_s: float = 0.0) -> dict[str, Any]:
+        """Make the next ``count`` requests to ``path`` (e.g. ``/PutRow``) fail with ``code``/``status``
+        (``code=None``: only delay them by ``delay_s``)."""
+        return self.call("faults/add", path=path, code=code, status=status, message=message, count=count,
+                         delay_s=delay_s)
+
+    def clear_faults(self) -> None:
+        self.call("faults/clear")
+
+    def state(self) -> dict[str, Any]:
+        """Tables with row counts, stream head seq, record and snapshot counts, clock offset, faults."""
+        return self.call("state")
+
+    def close(self) -> None:
+        self._session.close()

@@ -1,0 +1,212 @@
+"""Threaded HTTP/1.1 server: verification, routing of ``POST /<ApiName>``, ``/tunnel/<op>``, ``/_emulator/<op>``.
+
+Every protobuf response (success and error) carries ``x-ots-contentmd5``, ``x-ots-requestid``,
+``x-ots-date``, ``x-ots-contenttype`` and a signed ``Authorization`` header, as the official SDKs require.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from google.protobuf.message import Message
+
+from airflow_tablestore.emulator import auth
+from airflow_tablestore.emulator.clock import Clock
+from airflow_tablestore.emulator.config import EmulatorConfig
+from airflow_tablestore.emulator.control import CONTROL_PREFIX, ControlApi, FaultRegistry
+from airflow_tablestore.emulator.errors import EmulatorError
+from airflow_tablestore.emulator.storage import Store
+from airflow_tablestore.emulator.table_api import TableApi
+from airflow_tablestore.protocol import ots_table_pb2 as _pb
+
+pb: Any = _pb  # generated module without type stubs
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[bytes], Message]
+MAX_BODY = 5 * 1024 * 1024
+
+
+def load_tunnel_handlers(store: Store, clock: Clock, config: EmulatorConfig) -> dict[str, Handler]:
+    """Handlers of ``airflow_tablestore.emulator.tunnel`` if that package exists (built separately)."""
+    try:
+        from airflow_tablestore.emulator import tunnel  # type: ignore[attr-defined]
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith("airflow_tablestore.emulator.tunnel"):
+            log.info("tunnel service not available: %s", e)
+            return {}
+        raise
+    builder = getattr(tunnel, "build_tunnel_handlers", None)
+    if builder is None:
+        log.warning("airflow_tablestore.emulator.tunnel has no build_tunnel_handlers(); tunnel API disabled")
+        return {}
+    handlers: dict[str, Handler] = builder(store, clock, config)
+    log.info("tunnel service registered %d handlers", len(handlers))
+    return handlers
+
+
+class Emulator:
+    """Store + handlers + HTTP server. ``serve_forever()`` until ``shutdown()``."""
+
+    def __init__(self, config: EmulatorConfig, data_dir: str) -> None:
+        self.config = config
+        self.clock = Clock()
+        self.store = Store(os.path.join(data_dir, "emulator.sqlite3"), self.clock,
+                           stream_partitions=config.stream_partitions,
+                           default_retention_hours=config.stream_retention_hours)
+        self.faults = FaultRegistry()
+        self.control = ControlApi(self.store, self.clock, self.faults, config)
+        self.handlers: dict[str, Handler] = TableApi(self.store, self.clock, config).handlers()
+        self.handlers.update(load_tunnel_handlers(self.store, self.clock, config))
+        self._ids = itertools.count(1)
+        self._id_prefix = os.urandom(4).hex()
+        self.inflight = 0
+        self._inflight_lock = threading.Lock()
+        self.httpd = _Server((config.host, config.port), _RequestHandler)
+        self.httpd.emulator = self
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def request_id(self) -> str:
+        n = next(self._ids)
+        return f"{self._id_prefix}-0000-4000-8000-{n:012x}"
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever(poll_interval=0.2)
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop accepting, wait for in-flight requests (up to ``timeout``), close the database."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        deadline = time.monotonic() + timeout
+        while self.inflight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.store.close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+    emulator: Emulator
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+    server_version = "TablestoreEmulator"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        log.debug("%s " + format, self.address_string(), *args)
+
+    # -- routing ------------------------------------------------------------------------------------
+    def do_POST(self) -> None:  # noqa: N802
+        emu = self.server.emulator
+        with emu._inflight_lock:
+            emu.inflight += 1
+        try:
+            self._handle_post(emu)
+        finally:
+            with emu._inflight_lock:
+                emu.inflight -= 1
+
+    def _method_not_allowed(self) -> None:
+        self._send_error_pb(self.server.emulator, self._api_uri(), None,
+                            EmulatorError("OTSMethodNotAllowed",
+                                          "OTSMethodNotAllowedOnly POST method for requests is supported.", 405))
+
+    do_GET = do_PUT = do_DELETE = do_PATCH = _method_not_allowed  # noqa: N815
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self.send_response(405)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _api_uri(self) -> str:
+        path = self.path.split("?", 1)[0]
+        if path.startswith(CONTROL_PREFIX):
+            return path
+        idx = path.find("/tunnel/")
+        if idx >= 0:
+            return path[idx:]
+        return "/" + path.rstrip("/").rsplit("/", 1)[-1]
+
+    def _handle_post(self, emu: Emulator) -> None:
+        uri = self._api_uri()
+        rid = emu.request_id()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self.close_connection = True
+            self._send_error_pb(emu, uri, None, EmulatorError(
+                "OTSRequestBodyTooLarge", "The size of POST data is too large.", 413), rid)
+            return
+        body = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        if uri.startswith(CONTROL_PREFIX):
+            status, out = emu.control.serve(uri[len(CONTROL_PREFIX):], headers, body)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.send_header("x-ots-requestid", rid)
+            self.end_headers()
+            self.wfile.write(out)
+            return
+        key: str | None = None
+        try:
+            key = auth.verify_request(
+                uri, headers, body,
+                access_key_id=emu.config.access_key_id,
+                access_key_secret=emu.config.access_key_secret,
+                instance=emu.config.instance,
+                now_s=time.time(),
+                verify_signature=emu.config.verify_signature,
+            )
+            handler = emu.handlers.get(uri)
+            if handler is None:
+                raise EmulatorError("OTSParameterInvalid", f"Unsupported operation: {uri.lstrip('/')}.", 400)
+            emu.faults.apply(uri)
+            resp = handler(body)
+            self._send_pb(emu, uri, key, 200, resp.SerializeToString(), rid)
+        except EmulatorError as e:
+            if e.status >= 500:
+                log.warning("request %s %s answered %s %s", rid, uri, e.status, e.code)
+            self._send_error_pb(emu, uri, key, e, rid)
+        except Exception:
+            log.exception("internal error in request %s (%s)", rid, uri)
+            self._send_error_pb(emu, uri, key,
+                                EmulatorError("OTSInternalServerError", "Internal server error.", 500), rid)
+
+    # -- responses ----------------------------------------------------------------------------------
+    def _send_error_pb(self, emu: Emulator, uri: str, key: str | None, err: EmulatorError,
+                       rid: str | None = None) -> None:
+        msg = pb.Error(code=err.code, message=err.message)
+        self._send_pb(emu, uri, key, err.status, msg.SerializeToString(), rid or emu.request_id())
+
+    def _send_pb(self, emu: Emulator, uri: str, key: str | None, status: int, body: bytes, rid: str) -> None:
+        headers = {
+            "x-ots-contentmd5": auth.content_md5(body),
+            "x-ots-requestid": rid,
+            "x-ots-date": auth.format_date(time.time()),
+            "x-ots-contenttype": "protocol buffer",
+        }
+        sig = auth.sign_response(key or emu.config.access_key_secret, uri, headers)
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Authorization", f"OTS {emu.config.access_key_id}:{sig}")
+        self.send_header("Content-Length", str(len(body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
