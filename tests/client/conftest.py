@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -93,3 +95,37 @@ def scripted() -> Iterator[ScriptedServer]:
         yield server
     finally:
         server.close()
+
+
+# ---- a real emulator process for the table API tests ----------------------------------------------
+
+RANGE_PAGE_ROWS = 7
+
+
+@pytest.fixture(scope="session")
+def table_emulator() -> Iterator[Any]:
+    """One emulator for the table-API tests; small range pages so pagination is exercised."""
+    from airflow_tablestore.emulator.testing import EmulatorProcess
+
+    with EmulatorProcess(extra_args=["--range-page-rows", str(RANGE_PAGE_ROWS)]) as emu:
+        emu.range_page_rows = RANGE_PAGE_ROWS  # type: ignore[attr-defined]
+        yield emu
+
+
+@pytest.fixture()
+def table_client(table_emulator: Any) -> Iterator[Any]:
+    from airflow_tablestore.client import RetryPolicy, TableClient
+
+    with TableClient(**table_emulator.client_kwargs, timeout=(5, 30),
+                     retry=RetryPolicy(max_attempts=3, total_budget_s=10)) as client:
+        yield client
+
+
+_counter = itertools.count()
+
+
+@pytest.fixture()
+def unique_name(request: pytest.FixtureRequest) -> str:
+    """A fresh, valid table name per test."""
+    base = "".join(ch if ch.isalnum() else "_" for ch in request.node.name)[:40]
+    return f"t_{base}_{next(_counter)}"

@@ -1,0 +1,433 @@
+"""TableClient against a real emulator process: every operation's happy path and its edge cases."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from airflow_tablestore.client import (
+    AUTO_INCREMENT,
+    INF_MAX,
+    INF_MIN,
+    BatchWriteError,
+    CellOp,
+    Column,
+    ColumnType,
+    Comparator,
+    CompositeColumnCondition,
+    Condition,
+    ConditionFailedError,
+    DefinedColumn,
+    Direction,
+    LogicalOperator,
+    PrimaryKeyColumn,
+    PrimaryKeyType,
+    ReservedThroughput,
+    RowExistence,
+    RowWrite,
+    SingleColumnCondition,
+    StreamSpec,
+    TableClient,
+    TableOptions,
+    TableSchema,
+    TablestoreClientError,
+    TimeRange,
+    WriteType,
+)
+from airflow_tablestore.client.conditions import encode_filter
+from airflow_tablestore.client.table import normalize_columns, normalize_primary_key
+from airflow_tablestore.protocol import ots_filter_pb2 as filter_pb2
+
+PK2 = (PrimaryKeyColumn("region", PrimaryKeyType.STRING), PrimaryKeyColumn("id", PrimaryKeyType.INTEGER))
+
+
+def _create(client: TableClient, name: str, *, max_versions: int = 1, pk: tuple[PrimaryKeyColumn, ...] = PK2,
+            **kwargs: Any) -> str:
+    client.create_table(TableSchema(name, pk, options=TableOptions(max_versions=max_versions), **kwargs))
+    return name
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# ---- offline encoding checks ----------------------------------------------------------------------
+
+
+def test_filter_encoding_matches_sdk_semantics() -> None:
+    data = encode_filter(SingleColumnCondition("c", Comparator.GREATER_EQUAL, 5, pass_if_missing=False))
+    outer = filter_pb2.Filter.FromString(data)
+    assert outer.type == 1
+    single = filter_pb2.SingleColumnValueFilter.FromString(outer.filter)
+    assert (single.comparator, single.column_name, single.filter_if_missing, single.latest_version_only) == (
+        4, "c", True, True)
+    assert single.column_value == b"\x00" + (5).to_bytes(8, "little")
+    composite = filter_pb2.Filter.FromString(encode_filter(CompositeColumnCondition(
+        LogicalOperator.NOT, (SingleColumnCondition("c", Comparator.EXIST),))))
+    assert composite.type == 2
+    sub = filter_pb2.CompositeColumnValueFilter.FromString(composite.filter)
+    assert sub.combinator == 1 and len(sub.sub_filters) == 1
+
+
+@pytest.mark.parametrize("bad", ["abc", b"x", [("a",)], [("a", 1, 2)], [(1, 2)], [("a", None)], 5, []])
+def test_primary_key_must_be_pairs(bad: Any) -> None:
+    with pytest.raises(TablestoreClientError, match="primary key"):
+        normalize_primary_key(bad)
+
+
+def test_primary_key_and_columns_normalisation() -> None:
+    assert normalize_primary_key({"a": 1, "b": "x"}) == (("a", 1), ("b", "x"))
+    assert normalize_primary_key([["a", 1]]) == (("a", 1),)
+    assert normalize_columns({"x": 1}) == (Column("x", 1),)
+    assert normalize_columns([("x", 1, 5), Column("y", op=CellOp.DELETE_ALL_VERSIONS)]) == (
+        Column("x", 1, 5), Column("y", None, None, CellOp.DELETE_ALL_VERSIONS))
+
+
+# ---- tables ---------------------------------------------------------------------------------------
+
+
+def test_table_lifecycle(table_client: TableClient, unique_name: str) -> None:
+    schema = TableSchema(
+        unique_name, PK2,
+        defined_columns=(DefinedColumn("amount", ColumnType.DOUBLE),),
+        options=TableOptions(time_to_live=-1, max_versions=3, max_time_deviation=7 * 86400, allow_update=True),
+        reserved_throughput=ReservedThroughput(0, 0),
+        stream=StreamSpec(enabled=True, expiration_hours=24),
+    )
+    table_client.create_table(schema)
+    assert unique_name in table_client.list_tables()
+    described = table_client.describe_table(unique_name)
+    assert described.schema.name == unique_name
+    assert described.schema.primary_key == PK2
+    assert described.schema.defined_columns == (DefinedColumn("amount", ColumnType.DOUBLE),)
+    assert described.schema.options == schema.options
+    assert described.schema.reserved_throughput == ReservedThroughput(0, 0)
+    assert described.stream.enabled and described.stream.stream_id
+    assert described.stream.expiration_hours == 24
+
+    updated = table_client.update_table(
+        unique_name, options=TableOptions(time_to_live=86400 * 2, max_versions=5), stream=StreamSpec(enabled=False)
+    )
+    assert updated.options.max_versions == 5 and updated.options.time_to_live == 86400 * 2
+    assert not updated.stream.enabled
+    again = table_client.describe_table(unique_name)
+    assert again.schema.options.max_versions == 5 and not again.stream.enabled
+
+    table_client.delete_table(unique_name)
+    assert unique_name not in table_client.list_tables()
+
+
+def test_update_table_requires_something(table_client: TableClient) -> None:
+    with pytest.raises(TablestoreClientError, match="needs options"):
+        table_client.update_table("whatever")
+
+
+# ---- single rows ----------------------------------------------------------------------------------
+
+
+def test_put_get_all_types(table_client: TableClient, unique_name: str) -> None:
+    table = _create(table_client, unique_name)
+    pk = [("region", "eu"), ("id", 1)]
+    values = {"i": -42, "f": 1.5, "b": True, "s": "héllo", "bin": b"\x00\xff", "empty": ""}
+    assert table_client.put_row(table, pk, values) is None
+    row = table_client.get_row(table, pk)
+    assert row is not None
+    assert row.primary_key == (("region", "eu"), ("id", 1))
+    assert {c.name: c.value for c in row.columns} == values
+    assert [c.name for c in row.columns] == sorted(values)
+    assert all(isinstance(c.timestamp, int) and c.timestamp > 0 for c in row.columns)
+    assert type(row.get("bin")) is bytes and type(row.get("b")) is bool
+    assert table_client.get_row(table, [("region", "eu"), ("id", 2)]) is None
+    only = table_client.get_row(table, pk, columns=["s", "i"])
+    assert only is not None and {c.name for c in only.columns} == {"s", "i"}
+    assert only.primary_key == (("region", "eu"), ("id", 1))
+
+
+def test_put_row_replaces_whole_row(table_client: TableClient, unique_name: str) -> None:
+    table = _create(table_client, unique_name)
+    pk = [("region", "eu"), ("id", 1)]
+    table_client.put_row(table, pk, {"a": 1, "b": 2})
+    table_client.put_row(table, pk, {"c": 3})
+    row = table_client.get_row(table, pk)
+    assert row is not None and [(c.name, c.value) for c in row.columns] == [("c", 3)]
+
+
+def test_multi_version_cells_and_time_ranges(table_client: TableClient, unique_name: str) -> None:
+    table = _create(table_client, unique_name, max_versions=3)
+    pk = [("region", "eu"), ("id", 7)]
+    base = _now_ms() - 10_000
+    for offset in range(4):
+        table_client.update_row(table, pk, [Column("v", f"v{offset}", base + offset)])
+    row = table_client.get_row(table, pk, max_versions=10)
+    assert row is not None
+    assert [(c.value, c.timestamp) for c in row.columns] == [
+        ("v3", base + 3), ("v2", base + 2), ("v1", base + 1)]  # max_versions=3 on the table, newest first
+    assert row.get("v") == "v3"
+    one = table_client.get_row(table, pk, max_versions=None, time_range=TimeRange(specific=base + 2))
+    assert one is not None and [c.value for c in one.columns] == ["v2"]
+    window = table_client.get_row(table, pk, max_versions=5, time_range=TimeRange(start=base + 1, end=base + 3))
+    assert window is not None and [c.value for c in window.columns] == ["v2", "v1"]
+    table_client.update_row(table, pk, [Column("v", None, base + 3, CellOp.DELETE_ONE_VERSION)])
+    after = table_client.get_row(table, pk, max_versions=3)
+    assert after is not None and [c.value for c in after.columns] == ["v2", "v1"]
+
+
+def test_update_row_put_delete_increment(table_client: TableClient, unique_name: str) -> None:
+    table = _create(table_client, unique_name)
+    pk = [("region", "us"), ("id", 3)]
+    table_client.put_row(table, pk, {"keep": "k", "gone": "g", "n": 10})
+    table_client.update_row(table, pk, [
+        Column("new", "x"),
+        Column("gone", op=CellOp.DELETE_ALL_VERSIONS),
+        Column("n", 5, op=CellOp.INCREMENT),
+    ])
+    row = table_client.get_row(table, pk)
+    assert row is not None
+    assert {c.name: c.value for c in row.columns} == {"keep": "k", "new": "x", "n": 15}
+    with pytest.raises(TablestoreClientError, match="at least one column"):
+        table_client.update_row(table, pk, {})
+
+
+def test_delete_row_and_row_existence_conditions(table_client: TableClient, unique_name: str) -> None:
+    table = _create(table_client, unique_name)
+    pk = [("region", "eu"), ("id", 1)]
+    expect_exist = Condition(RowExistence.EXPECT_EXIST)
+    expect_absent = Condition(RowExistence.EXPECT_NOT_EXIST)
+    with pytest.raises(ConditionFailedError) as info:
+        table_client.put_row(table, pk, {"a": 1}, condition=expect_exist)
+    assert info.value.code == "OTSConditionCheckFail" and info.value.http_status == 403 and info.value.request_id
+    table_client.put_row(table, pk, {"a": 1}, condition=expect_absent)
+    with pytest.raises(ConditionFailedError):
+        table_client.put_row(table, pk, {"a": 2}, condition=expect_absent)
+    table_client.update_row(table, pk, {"a": 3}, condition=expect_exist)
+    row = table_client.get_row(table, pk)
+    assert row is not None and row.get("a") == 3
+    with pytest.raises(ConditionFailedError):
+        table_client.delete_row(table, pk, condition=expect_absent)
+    table_client.delete_row(table, pk, condition=expect_exist)
+    assert table_client.get_row(table, pk) is None
+    table_client.delete_row(table, pk)  # absent + IGNORE is fine
+    with pytest.raises(ConditionFailedError):
+        table_client.delete_row(table, pk, condition=expect_exist)
+
+
+def test_column_conditions(table_client: TableClient, unique_name: str) -> None:
+    table = _create(table_client, unique_name)
+    pk = [("region", "eu"), ("id", 1)]
+    table_client.put_row(table, pk, {"status": "new", "n": 5})
+    is_new = SingleColumnCondition("status", Comparator.EQUAL, "new")
+    table_client.update_row(table, pk, {"status": "paid"}, condition=Condition(column_condition=is_new))
+    with pytest.raises(ConditionFailedError):
+        table_client.update_row(table, pk, {"status": "x"}, condition=Condition(column_condition=is_new))
+    both = CompositeColumnCondition(LogicalOperator.AND, (
+        SingleColumnCondition("status", Comparator.EQUAL, "paid"),
+        SingleColumnCondition("n", Comparator.GREATER_THAN, 3),
+    ))
+    table_client.update_row(table, pk, {"n": 6}, condition=Condition(RowExistence.EXPECT_EXIST, both))
+    missing_fails = SingleColumnCondition("nope", Comparator.EQUAL, 1, pass_if_missing=False)
+    with pytest.raises(ConditionFailedError):
+        table_client.put_row(table, pk, {"z": 1}, condition=Condition(column_condition=missing_fails))
+    missing_passes = SingleColumnCondition("nope", Comparator.EQUAL, 1, pass_if_missing=True)
+    table_client.update_row(table, pk, {"z": 1}, condition=Condition(column_condition=missing_passes))
+    row = table_client.get_row(table, pk)
+    assert row is not None and (row.get("status"), row.get("n"), row.get("z")) == ("paid", 6, 1)
+
+
+def test_get_row_with_filter(table_client: TableClient, unique_name: str) -> None:
+    table = _create(table_client, unique_name)
+    pk = [("region", "eu"), ("id", 1)]
+    table_client.put_row(table, pk, {"n": 5})
+    assert table_client.get_row(table, pk, column_filter=SingleColumnCondition("n", Comparator.LESS_THAN, 3)) is None
+    row = table_client.get_row(table, pk, column_filter=SingleColumnCondition("n", Comparator.GREATER_THAN, 3))
+    assert row is not None and row.get("n") == 5
+
+
+def test_auto_increment_primary_key(table_client: TableClient, unique_name: str) -> None:
+    pk = (PrimaryKeyColumn("part", PrimaryKeyType.STRING), PrimaryKeyColumn("seq", PrimaryKeyType.INTEGER, True))
+    table = _create(table_client, unique_name, pk=pk)
+    first = table_client.put_row(table, [("part", "a"), ("seq", AUTO_INCREMENT)], {"v": 1}, return_primary_key=True)
+    second = table_client.put_row(table, [("part", "a"), ("seq", AUTO_INCREMENT)], {"v": 2}, return_primary_key=True)
+    assert first is not None and second is not None
+    assert first[0] == ("part", "a") and isinstance(first[1][1], int)
+    assert second[1][1] > first[1][1]
+    row = table_client.get_row(table, second)
+    assert row is not None and row.get("v") == 2
+
+
+# ---- batches --------------------------------------------------------------------------------------
+
+
+def test_batch_get_row(table_client: TableClient, unique_name: str) -> None:
+    table = _create(table_client, unique_name)
+    for i in range(3):
+        table_client.put_row(table, [("region", "eu"), ("id", i)], {"v": i})
+    keys = [[("region", "eu"), ("id", 2)], [("region", "eu"), ("id", 99)], [("region", "eu"), ("id", 0)],
+            [("id", 1), ("region", "eu")]]
+    results = table_client.batch_get_row(table, keys)
+    assert [r.index for r in results] == [0, 1, 2, 3]
+    assert results[0].ok and results[0].row is not None and results[0].row.get("v") == 2
+    assert results[1].ok and results[1].row is None
+    assert results[2].ok and results[2].row is not None and results[2].row.get("v") == 0
+    assert not results[3].ok and results[3].error is not None and results[3].error.code == "OTSInvalidPK"
+    assert results[3].error.request_id
+    rows = table_client.get_rows(table, keys[:3])
+    assert [r.get("v") if r else None for r in rows] == [2, None, 0]
+
+
+def test_batch_write_row_per_row_results(table_client: TableClient, unique_name: str) -> None:
+    table = _create(table_client, unique_name)
+    other = _create(table_client, unique_name + "_b")
+    table_client.put_row(table, [("region", "eu"), ("id", 2)], {"v": "old"})
+    table_client.put_row(table, [("region", "eu"), ("id", 4)], {"v": "doomed"})
+    writes = [
+        RowWrite(table, WriteType.PUT, (("region", "eu"), ("id", 1)), (Column("v", "a"),)),
+        RowWrite(other, WriteType.PUT, (("region", "eu"), ("id", 1)), (Column("v", "b"),)),
+        RowWrite(table, WriteType.PUT, (("region", "eu"), ("id", 2)), (Column("v", "new"),),
+                 Condition(RowExistence.EXPECT_NOT_EXIST)),
+        RowWrite(table, WriteType.UPDATE, (("region", "eu"), ("id", 3)), (Column("v", "c"),)),
+        RowWrite(table, WriteType.DELETE, (("region", "eu"), ("id", 4)), ()),
+    ]
+    results = table_client.batch_write_row(writes)
+    assert [r.index for r in results] == [0, 1, 2, 3, 4]
+    assert [r.ok for r in results] == [True, True, False, True, True]
+    assert results[2].write is writes[2]
+    assert results[2].error is not None and results[2].error.code == "OTSConditionCheckFail"
+    assert table_client.get_row(table, [("region", "eu"), ("id", 4)]) is None
+    kept = table_client.get_row(table, [("region", "eu"), ("id", 2)])
+    assert kept is not None and kept.get("v") == "old"
+    updated = table_client.get_row(table, [("region", "eu"), ("id", 3)])
+    assert updated is not None and updated.get("v") == "c"
+    row = table_client.get_row(other, [("region", "eu"), ("id", 1)])
+    assert row is not None and row.get("v") == "b"
+
+
+def test_write_rows_chunks_into_legal_batches(table_client: TableClient, unique_name: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _create(table_client, unique_name)
+    sizes: list[int] = []
+    original = table_client.transport.call_detailed
+
+    def counting(path: str, request: Any, response_cls: Any, *, idempotent: bool) -> Any:
+        if path == "/BatchWriteRow":
+            sizes.append(sum(len(t.rows) for t in request.tables))
+        return original(path, request, response_cls, idempotent=idempotent)
+
+    monkeypatch.setattr(table_client.transport, "call_detailed", counting)
+    writes = (RowWrite(table, WriteType.PUT, (("region", "r"), ("id", i)), (Column("v", i),)) for i in range(450))
+    assert table_client.write_rows(writes) == 450
+    assert sizes == [200, 200, 50]
+    sizes.clear()
+    big = "x" * 30_000
+    writes2 = [RowWrite(table, WriteType.PUT, (("region", "big"), ("id", i)), (Column("v", big),)) for i in range(10)]
+    assert table_client.write_rows(writes2, max_batch_bytes=100_000) == 10
+    assert sizes == [3, 3, 3, 1]
+    assert len(list(table_client.iter_range(table, [("region", INF_MIN), ("id", INF_MIN)],
+                                            [("region", INF_MAX), ("id", INF_MAX)]))) == 460
+
+
+def test_write_rows_raises_with_every_failed_row(table_client: TableClient, unique_name: str) -> None:
+    table = _create(table_client, unique_name)
+    for i in (5, 250):
+        table_client.put_row(table, [("region", "r"), ("id", i)], {"v": "exists"})
+    absent = Condition(RowExistence.EXPECT_NOT_EXIST)
+    writes = [RowWrite(table, WriteType.PUT, (("region", "r"), ("id", i)), (Column("v", i),), absent)
+              for i in range(300)]
+    with pytest.raises(BatchWriteError) as info:
+        table_client.write_rows(writes)
+    failures = info.value.failures
+    assert [f.index for f in failures] == [5, 250]
+    assert all(f.error.code == "OTSConditionCheckFail" for f in failures)
+    assert [f.write.primary_key for f in failures] == [writes[5].primary_key, writes[250].primary_key]
+    assert info.value.written == 298  # type: ignore[attr-defined]
+    assert "2 of 300" in str(info.value)
+    row = table_client.get_row(table, [("region", "r"), ("id", 299)])
+    assert row is not None and row.get("v") == 299
+
+
+def test_batch_write_row_limit_is_client_side(table_client: TableClient) -> None:
+    writes = [RowWrite("t", WriteType.DELETE, (("id", i),)) for i in range(201)]
+    with pytest.raises(TablestoreClientError, match="at most 200"):
+        table_client.batch_write_row(writes)
+
+
+# ---- ranges ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def range_table(table_client: TableClient, unique_name: str) -> str:
+    table = _create(table_client, unique_name)
+    writes = [RowWrite(table, WriteType.PUT, ((("region", region)), ("id", i)), (Column("v", f"{region}{i}"),))
+              for region in ("a", "b", "c") for i in range(10)]
+    assert table_client.write_rows(writes) == 30
+    return table
+
+
+def test_get_range_forward_pages(table_client: TableClient, range_table: str) -> None:
+    start, end = [("region", "b"), ("id", INF_MIN)], [("region", "b"), ("id", INF_MAX)]
+    rows, next_key = table_client.get_range(range_table, start, end, limit=4)
+    assert [r.get("v") for r in rows] == ["b0", "b1", "b2", "b3"]
+    assert next_key == (("region", "b"), ("id", 4))
+    rows, next_key = table_client.get_range(range_table, next_key, end)
+    assert [r.get("v") for r in rows] == ["b4", "b5", "b6", "b7", "b8", "b9"]
+    assert next_key is None
+
+
+def test_iter_range_follows_server_pages(table_client: TableClient, range_table: str, table_emulator: Any) -> None:
+    everything = [("region", INF_MIN), ("id", INF_MIN)], [("region", INF_MAX), ("id", INF_MAX)]
+    rows, next_key = table_client.get_range(range_table, *everything)
+    assert len(rows) == table_emulator.range_page_rows and next_key is not None
+    all_rows = list(table_client.iter_range(range_table, *everything))
+    assert [r.get("v") for r in all_rows] == [f"{region}{i}" for region in "abc" for i in range(10)]
+    assert len(list(table_client.iter_range(range_table, *everything, limit=12, page_size=5))) == 12
+
+
+def test_backward_range_pagination(table_client: TableClient, range_table: str) -> None:
+    start, end = [("region", "c"), ("id", 5)], [("region", "a"), ("id", 7)]
+    rows, next_key = table_client.get_range(range_table, start, end, direction=Direction.BACKWARD, limit=3)
+    assert [r.get("v") for r in rows] == ["c5", "c4", "c3"]
+    assert next_key == (("region", "c"), ("id", 2))
+    values = [r.get("v") for r in table_client.iter_range(range_table, start, end, direction=Direction.BACKWARD)]
+    assert values == ["c5", "c4", "c3", "c2", "c1", "c0"] + [f"b{i}" for i in range(9, -1, -1)] + ["a9", "a8"]
+
+
+def test_range_with_columns_and_filter(table_client: TableClient, range_table: str) -> None:
+    table_client.update_row(range_table, [("region", "a"), ("id", 3)], {"flag": True})
+    everything = [("region", INF_MIN), ("id", INF_MIN)], [("region", INF_MAX), ("id", INF_MAX)]
+    flagged = list(table_client.iter_range(
+        range_table, *everything, column_filter=SingleColumnCondition("flag", Comparator.EQUAL, True,
+                                                                      pass_if_missing=False)))
+    assert [r.primary_key for r in flagged] == [(("region", "a"), ("id", 3))]
+    only = list(table_client.iter_range(range_table, *everything, columns=["flag"]))
+    assert len(only) == 1 and [c.name for c in only[0].columns] == ["flag"]
+
+
+# ---- client plumbing ------------------------------------------------------------------------------
+
+
+def test_response_signatures_of_the_emulator_verify(table_emulator: Any, unique_name: str) -> None:
+    from airflow_tablestore.client import Credentials, Transport
+
+    credentials = Credentials(table_emulator.access_key_id, table_emulator.access_key_secret)
+    transport = Transport(table_emulator.endpoint, credentials, table_emulator.instance,
+                          verify_response_signature=True)
+    with TableClient(transport=transport) as client:
+        _create(client, unique_name)
+        client.put_row(unique_name, [("region", "x"), ("id", 1)], {"v": 1})
+        assert client.get_row(unique_name, [("region", "x"), ("id", 1)]) is not None
+    transport.close()
+
+
+def test_v4_signing_against_emulator(table_emulator: Any) -> None:
+    with TableClient(**table_emulator.client_kwargs, region="cn-hangzhou") as client:
+        assert isinstance(client.list_tables(), list)
+
+
+def test_shared_transport_and_context_manager(table_emulator: Any) -> None:
+    with TableClient(**table_emulator.client_kwargs) as owner:
+        borrower = TableClient(transport=owner.transport)
+        borrower.close()  # does not close a borrowed transport
+        assert isinstance(owner.list_tables(), list)
+    with pytest.raises(TablestoreClientError, match="closed"):
+        owner.list_tables()
