@@ -1,0 +1,131 @@
+"""The consume-point sensor: cutoff resolution, poke, deferral, execute_complete, fail-fast paths."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException, TaskDeferred
+from tablestore_airflow_testing import unique
+
+from airflow_tablestore.client.model import TunnelType
+from airflow_tablestore.hooks.tunnel import to_epoch_ns
+from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor
+from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigger
+
+FUTURE = datetime(2999, 1, 1, tzinfo=UTC)
+PAST = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def _sensor(table: str = "t", tunnel: str = "tn", conn: str = "tablestore_default", **kwargs: Any) -> TablestoreTunnelConsumePointSensor:
+    return TablestoreTunnelConsumePointSensor(task_id=unique("wait"), table_name=table, tunnel_name=tunnel,
+                                              tablestore_conn_id=conn, **kwargs)
+
+
+# -- cutoff resolution ------------------------------------------------------------------------------
+
+
+def test_cutoff_explicit_then_data_interval_end_then_run_after() -> None:
+    end = datetime(2024, 5, 1, tzinfo=UTC)
+    run_after = datetime(2024, 6, 1, tzinfo=UTC)
+    dag_run = SimpleNamespace(run_after=run_after)
+    assert _sensor(cutoff="2024-01-01T00:00:00Z").resolve_cutoff_ns({"data_interval_end": end}) == to_epoch_ns(
+        datetime(2024, 1, 1, tzinfo=UTC))
+    assert _sensor().resolve_cutoff_ns({"data_interval_end": end, "dag_run": dag_run}) == to_epoch_ns(end)
+    # Manual runs in Airflow 3 may have no data interval: fall back to run_after.
+    assert _sensor().resolve_cutoff_ns({"data_interval_end": None, "dag_run": dag_run}) == to_epoch_ns(run_after)
+    assert _sensor(cutoff="").resolve_cutoff_ns({"dag_run": dag_run}) == to_epoch_ns(run_after)
+
+
+def test_template_fields_and_default_deferrable_follows_config() -> None:
+    assert {"tablestore_conn_id", "table_name", "tunnel_name", "cutoff"} <= set(
+        TablestoreTunnelConsumePointSensor.template_fields)
+    assert _sensor().deferrable is False  # [operators] default_deferrable is unset in the test environment
+    assert _sensor(deferrable=True).deferrable is True
+
+
+# -- against the emulator ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stream_tunnel(stream_table: str, tunnel_client: Any) -> tuple[str, str]:
+    tunnel_client.create_tunnel(stream_table, "st", TunnelType.STREAM)
+    return stream_table, "st"
+
+
+def test_poke_false_then_true(tablestore_conn: str, stream_tunnel: tuple[str, str]) -> None:
+    table, tunnel = stream_tunnel
+    waiting = _sensor(table, tunnel, tablestore_conn, cutoff=FUTURE).poke({})
+    assert waiting.is_done is False and waiting.xcom_value is None
+    # The tunnel's starting consume point is its creation time, which is past a cutoff in 2000.
+    done = _sensor(table, tunnel, tablestore_conn, cutoff=PAST).poke({})
+    assert done.is_done is True
+    assert done.xcom_value["consume_point_ns"] >= to_epoch_ns(PAST)
+
+
+def test_poke_fails_fast_on_missing_tunnel(tablestore_conn: str, stream_table: str) -> None:
+    with pytest.raises(AirflowFailException, match="does not exist"):
+        _sensor(stream_table, unique("missing"), tablestore_conn, cutoff=PAST).poke({})
+
+
+def test_deferrable_execute_defers_with_complete_hook_configuration(
+    tablestore_conn: str, stream_tunnel: tuple[str, str]
+) -> None:
+    table, tunnel = stream_tunnel
+    sensor = _sensor(table, tunnel, tablestore_conn, cutoff=FUTURE, deferrable=True, poke_interval=7,
+                     timeout=600, region="cn-test")
+    with pytest.raises(TaskDeferred) as info:
+        sensor.execute({})
+    deferred = info.value
+    assert deferred.method_name == "execute_complete"
+    trigger = deferred.trigger
+    assert isinstance(trigger, TablestoreTunnelConsumePointTrigger)
+    assert trigger.cutoff_ns == to_epoch_ns(FUTURE)
+    assert trigger.poll_interval == 7 and trigger.max_wait_seconds == 600
+    assert trigger.hook_params == sensor.hook.hook_params
+    assert trigger.hook_params["tablestore_conn_id"] == tablestore_conn
+    assert trigger.hook_params["region"] == "cn-test"
+
+
+def test_deferrable_execute_returns_at_once_when_already_done(
+    tablestore_conn: str, stream_tunnel: tuple[str, str]
+) -> None:
+    table, tunnel = stream_tunnel
+    result = _sensor(table, tunnel, tablestore_conn, cutoff=PAST, deferrable=True).execute({})
+    assert result["consume_point_ns"] >= to_epoch_ns(PAST)
+
+
+def test_deferrable_execute_fails_fast_on_missing_tunnel(tablestore_conn: str, stream_table: str) -> None:
+    with pytest.raises(AirflowFailException, match="does not exist"):
+        _sensor(stream_table, "nope", tablestore_conn, cutoff=FUTURE, deferrable=True).execute({})
+
+
+# -- execute_complete -------------------------------------------------------------------------------
+
+
+def test_execute_complete_success_returns_payload() -> None:
+    event = {"status": "success", "table_name": "t", "tunnel_name": "tn", "cutoff_ns": 1, "tunnel_id": "id",
+             "tunnel_type": "Stream", "consume_point_ns": 5, "consume_point": None, "message": "ok"}
+    assert _sensor().execute_complete({}, event) == {
+        "tunnel_id": "id", "tunnel_type": "Stream", "consume_point_ns": 5, "consume_point": None, "message": "ok"}
+
+
+def test_execute_complete_error_and_timeout_raise() -> None:
+    with pytest.raises(AirflowFailException, match="tunnel gone"):
+        _sensor().execute_complete({}, {"status": "error", "code": "OTSParameterInvalid", "message": "tunnel gone"})
+    with pytest.raises(AirflowSensorTimeout, match="did not reach"):
+        _sensor().execute_complete({}, {"status": "timeout", "message": "did not reach the cutoff"})
+    with pytest.raises(AirflowSkipException):
+        _sensor(soft_fail=True).execute_complete({}, {"status": "timeout", "message": "late"})
+    with pytest.raises(AirflowFailException):
+        _sensor().execute_complete({}, None)
+
+
+def test_poke_mode_execute_returns_xcom(tablestore_conn: str, stream_tunnel: tuple[str, str]) -> None:
+    table, tunnel = stream_tunnel
+    sensor = _sensor(table, tunnel, tablestore_conn, cutoff=PAST, deferrable=False, poke_interval=0.1,
+                     timeout=timedelta(seconds=60))
+    result = sensor.execute({"ti": SimpleNamespace(try_number=1)})
+    assert result["consume_point_ns"] >= to_epoch_ns(PAST)

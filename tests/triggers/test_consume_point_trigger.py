@@ -1,0 +1,105 @@
+"""The deferrable trigger: serialization, success driven by a real TunnelWorker, own deadline, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from tablestore_airflow_testing import unique
+
+from airflow_tablestore.client.model import TunnelType
+from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, to_epoch_ns
+from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigger
+
+
+def _first_event(trigger: TablestoreTunnelConsumePointTrigger) -> dict[str, Any]:
+    async def first() -> Any:
+        agen = trigger.run()
+        try:
+            return await anext(agen)
+        finally:
+            await agen.aclose()
+
+    return asyncio.run(first()).payload
+
+
+def _trigger(table: str, tunnel: str, conn: str, cutoff_ns: int, **kwargs: Any) -> TablestoreTunnelConsumePointTrigger:
+    hook_params = TablestoreTunnelHook(conn, read_timeout=15.0).hook_params
+    return TablestoreTunnelConsumePointTrigger(table_name=table, tunnel_name=tunnel, cutoff_ns=cutoff_ns,
+                                               hook_params=hook_params, **kwargs)
+
+
+def test_serialize_round_trip_keeps_complete_configuration() -> None:
+    hook_params = TablestoreTunnelHook("conn_x", region="cn-beijing", connect_timeout=2.0, read_timeout=9.0).hook_params
+    trigger = TablestoreTunnelConsumePointTrigger(table_name="t", tunnel_name="tn", cutoff_ns=123,
+                                                  hook_params=hook_params, poll_interval=5, max_wait_seconds=60)
+    classpath, kwargs = trigger.serialize()
+    module, _, name = classpath.rpartition(".")
+    assert getattr(importlib.import_module(module), name) is TablestoreTunnelConsumePointTrigger
+    kwargs = json.loads(json.dumps(kwargs))  # JSON-serialisable as the triggerer stores it
+    rebuilt = TablestoreTunnelConsumePointTrigger(**kwargs)
+    assert rebuilt.serialize() == (classpath, kwargs)
+    assert rebuilt.hook().hook_params == hook_params
+    assert rebuilt.deadline == trigger.deadline  # absolute: a triggerer restart does not extend the wait
+
+
+def test_success_once_a_real_consumer_passes_the_cutoff(
+    tablestore_conn: str, stream_table: str, table_client: Any, tunnel_client: Any
+) -> None:
+    from airflow_tablestore.client.worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
+
+    # A change from before the tunnel existed: a Stream tunnel starts at "latest" and must not deliver it.
+    table_client.put_row(stream_table, (("id", "before"), ("seq", -1)), [("v", -1)])
+    tunnel_id = tunnel_client.create_tunnel(stream_table, "tr", TunnelType.STREAM)
+    for i in range(20):
+        table_client.put_row(stream_table, (("id", f"k{i}"), ("seq", i)), [("v", i)])
+    cutoff_ns = to_epoch_ns(datetime.now(UTC))
+    hook = TablestoreTunnelHook(tablestore_conn)
+    assert not hook.check_consume_point(stream_table, "tr", cutoff_ns).done  # nobody consumed yet
+
+    seen: list[Any] = []
+    config = TunnelWorkerConfig(heartbeat_interval_s=0.2, heartbeat_timeout_s=10.0, checkpoint_interval_s=0.1,
+                                allow_short_intervals=True, progress_log_interval_s=5.0)
+    worker = TunnelWorker(tunnel_client, tunnel_id, CallbackProcessor(lambda records, ctx: seen.extend(records)),
+                          config).start()
+    try:
+        event = _first_event(_trigger(stream_table, "tr", tablestore_conn, cutoff_ns,
+                                      poll_interval=0.2, max_wait_seconds=120))
+    finally:
+        worker.shutdown(timeout=30)
+    assert event["status"] == "success", event
+    assert event["consume_point_ns"] >= cutoff_ns
+    assert event["tunnel_id"] == tunnel_id and event["cutoff_ns"] == cutoff_ns
+    assert len(seen) == 20  # the consumer really read the changes
+
+
+def test_timeout_event_on_own_deadline(tablestore_conn: str, stream_table: str, tunnel_client: Any) -> None:
+    tunnel_client.create_tunnel(stream_table, "idle", TunnelType.STREAM)
+    far = to_epoch_ns(datetime.now(UTC) + timedelta(days=1))
+    event = _first_event(_trigger(stream_table, "idle", tablestore_conn, far, poll_interval=0.1, max_wait_seconds=0.3))
+    assert event["status"] == "timeout"
+    assert "max_wait_seconds=0.3" in event["message"]
+
+
+def test_error_event_for_missing_tunnel(tablestore_conn: str, stream_table: str) -> None:
+    event = _first_event(_trigger(stream_table, unique("missing"), tablestore_conn, 1, poll_interval=0.1,
+                                  max_wait_seconds=30))
+    assert event["status"] == "error"
+    assert "does not exist" in event["message"] and "TablestoreCreateTunnelOperator" in event["message"]
+    assert event["code"]
+
+
+def test_error_event_for_broken_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_TS_BROKEN", json.dumps({
+        "conn_type": "tablestore", "host": "http://127.0.0.1:1", "login": "id", "password": "broken-secret-1234",
+        "extra": {}}))
+    trigger = TablestoreTunnelConsumePointTrigger(table_name="t", tunnel_name="tn", cutoff_ns=1,
+                                                  hook_params={"tablestore_conn_id": "ts_broken"},
+                                                  poll_interval=0.1, max_wait_seconds=5)
+    event = _first_event(trigger)
+    assert event["status"] == "error" and "instance_name" in event["message"]
+    assert "broken-secret-1234" not in json.dumps(event)
