@@ -21,9 +21,9 @@ from airflow_tablestore.client.model import (
 )
 from airflow_tablestore.operators._lineage import dataset_namespace
 from airflow_tablestore.operators.table import (
+    TableSchemaMismatchError,
     TablestoreCreateTableOperator,
     TablestoreDeleteTableOperator,
-    TableSchemaMismatchError,
 )
 from airflow_tablestore.operators.tunnel import TablestoreCreateTunnelOperator, TablestoreDeleteTunnelOperator
 

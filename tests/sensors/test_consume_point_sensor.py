@@ -7,7 +7,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException, TaskDeferred
+from airflow.sdk.exceptions import (
+    AirflowFailException,
+    AirflowSensorTimeout,
+    AirflowSkipException,
+    TaskDeferred,
+)
 from tablestore_airflow_testing import unique
 
 from airflow_tablestore.client.model import TunnelType
