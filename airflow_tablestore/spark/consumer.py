@@ -67,6 +67,8 @@ def default_spark_factory(options: Any) -> Any:
     def factory() -> Any:
         from pyspark.sql import SparkSession
 
+        # Python workers must have this package and pyarrow: default to the driver's interpreter.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = SparkSession.builder.appName(options.app_name or f"tablestore-{options.tunnel}-{options.phase}")
         builder = builder.config("spark.speculation", "false")  # a tunnel read must run once per round
         builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")

@@ -1,0 +1,365 @@
+"""``make demo``: replicate a 100,000-row table through the tunnel with Spark and Airflow, end to end.
+
+Steps: start the emulator on loopback → temporary ``AIRFLOW_HOME`` + ``airflow db migrate`` → env-var
+connections (``tablestore_default`` → emulator, ``spark_default`` → ``local[*]``) → source table with a stream
+and 100,000 rows of mixed types → ``airflow dags test tablestore_replication`` (full + incremental phase) →
+puts, updates, deletes and multi-version cells → the next interval → verify the destination equals the source
+cell for cell (all versions) → summary. Everything started is stopped again; failures exit non-zero with the
+failing step and the end of its output.
+
+The data helpers (:func:`create_source_table`, :func:`load_rows`, :func:`write_changes`, :func:`snapshot`,
+:func:`compare`) are reused by the end-to-end tests and the benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from airflow_tablestore.client.model import (
+    CellOp,
+    Column,
+    PrimaryKey,
+    PrimaryKeyColumn,
+    PrimaryKeyType,
+    RowWrite,
+    StreamSpec,
+    TableOptions,
+    TableSchema,
+    WriteType,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_VERSIONS = 3
+BASE_TS = 1_700_000_000_000  # ms: explicit cell versions, so versions are reproducible
+Cells = tuple[tuple[str, Any, int], ...]
+Snapshot = dict[PrimaryKey, Cells]
+
+
+class DemoError(RuntimeError):
+    """A demo step failed; the message says which and why."""
+
+
+# ---- data -----------------------------------------------------------------------------------------
+
+
+def create_source_table(client: Any, name: str) -> None:
+    """A table ``(region STRING, id INTEGER)`` keeping 3 versions, with a stream."""
+    client.create_table(TableSchema(
+        name=name,
+        primary_key=(PrimaryKeyColumn("region", PrimaryKeyType.STRING), PrimaryKeyColumn("id", PrimaryKeyType.INTEGER)),
+        options=TableOptions(max_versions=MAX_VERSIONS, max_time_deviation=2**31 - 1),
+        stream=StreamSpec(enabled=True, expiration_hours=24),
+    ))
+
+
+def pk_of(i: int) -> PrimaryKey:
+    return (("region", f"r{i % 7}"), ("id", i))
+
+
+def row_columns(i: int, rng: random.Random) -> tuple[Column, ...]:
+    """Mixed types; every 10th row has a second version of ``score``."""
+    cols = [
+        Column("name", f"user-{i}-{rng.randrange(10**6)}", BASE_TS + i),
+        Column("score", rng.random() * 1000, BASE_TS + i),
+        Column("active", rng.random() < 0.5, BASE_TS + i),
+        Column("count", rng.randrange(-(2**40), 2**40), BASE_TS + i),
+        Column("blob", rng.randbytes(rng.randrange(0, 24)), BASE_TS + i),
+    ]
+    if i % 10 == 0:
+        cols.append(Column("score", -1.0 * i, BASE_TS + i + 1))
+    return tuple(cols)
+
+
+def initial_writes(table: str, n: int, seed: int = 7) -> Iterator[RowWrite]:
+    rng = random.Random(seed)
+    for i in range(n):
+        yield RowWrite(table, WriteType.PUT, pk_of(i), row_columns(i, rng))
+
+
+def load_rows(client: Any, table: str, n: int, seed: int = 7, chunk: int = 5000) -> int:
+    """Write rows ``0..n-1``; returns the count written."""
+    written = 0
+    batch: list[RowWrite] = []
+    for write in initial_writes(table, n, seed):
+        batch.append(write)
+        if len(batch) >= chunk:
+            written += client.write_rows(batch)
+            batch = []
+    if batch:
+        written += client.write_rows(batch)
+    return written
+
+
+def change_writes(table: str, n_existing: int, n_changes: int, seed: int = 11, offset: int = 0) -> list[RowWrite]:
+    """Puts of new rows, updates (new versions, delete one version, delete all versions) and deletes."""
+    rng = random.Random(seed + offset)
+    writes: list[RowWrite] = []
+    ts = BASE_TS + 10_000_000 + offset * 100_000
+    for k in range(n_changes):
+        kind = k % 5
+        ts += 1
+        if kind == 0:  # brand-new row
+            i = n_existing + offset * n_changes + k
+            writes.append(RowWrite(table, WriteType.PUT, pk_of(i), row_columns(i, rng)))
+            continue
+        i = rng.randrange(n_existing)
+        cols: tuple[Column, ...]
+        if kind == 1:  # new versions of existing columns (multi-version cells)
+            cols = (Column("score", rng.random(), ts), Column("name", f"renamed-{k}", ts),
+                    Column("extra", rng.randbytes(8), ts))
+        elif kind == 2:  # delete the original version of one column
+            cols = (Column("name", None, BASE_TS + i, CellOp.DELETE_ONE_VERSION), Column("active", True, ts))
+        elif kind == 3:  # delete all versions of a column
+            cols = (Column("blob", None, None, CellOp.DELETE_ALL_VERSIONS), Column("count", k, ts))
+        else:
+            writes.append(RowWrite(table, WriteType.DELETE, pk_of(i)))
+            continue
+        writes.append(RowWrite(table, WriteType.UPDATE, pk_of(i), cols))
+    return writes
+
+
+def write_changes(client: Any, table: str, n_existing: int, n_changes: int, seed: int = 11,
+                  offset: int = 0) -> int:
+    """Apply :func:`change_writes` one row per batch entry, in order (a row may change several times)."""
+    writes = change_writes(table, n_existing, n_changes, seed, offset)
+    batch: list[RowWrite] = []
+    keys: set[PrimaryKey] = set()
+    for write in writes:
+        if write.primary_key in keys:
+            client.write_rows(batch)
+            batch, keys = [], set()
+        batch.append(write)
+        keys.add(write.primary_key)
+    if batch:
+        client.write_rows(batch)
+    return len(writes)
+
+
+def snapshot(client: Any, table: str) -> Snapshot:
+    """Every row with every kept version: ``{pk: ((column, value, timestamp), ...)}`` sorted."""
+    from airflow_tablestore.client.model import INF_MAX, INF_MIN
+
+    start = (("region", INF_MIN), ("id", INF_MIN))
+    end = (("region", INF_MAX), ("id", INF_MAX))
+    out: Snapshot = {}
+    for row in client.iter_range(table, start, end, max_versions=MAX_VERSIONS):
+        cells = sorted(((c.name, c.value, c.timestamp) for c in row.columns),
+                       key=lambda c: (c[0], c[2] or 0, repr(c[1])))
+        out[row.primary_key] = tuple(cells)
+    return out
+
+
+def compare(source: Snapshot, replica: Snapshot, limit: int = 10) -> list[str]:
+    """Differences between two snapshots (empty when equal cell for cell)."""
+    problems: list[str] = []
+    for pk in source.keys() - replica.keys():
+        problems.append(f"missing row {pk}")
+    for pk in replica.keys() - source.keys():
+        problems.append(f"unexpected row {pk}")
+    for pk in source.keys() & replica.keys():
+        if source[pk] != replica[pk]:
+            problems.append(f"row {pk}: source {source[pk]} != replica {replica[pk]}")
+    return sorted(problems)[:limit] + ([f"... {len(problems) - limit} more"] if len(problems) > limit else [])
+
+
+# ---- airflow --------------------------------------------------------------------------------------
+
+
+def airflow_env(home: Path, emulator: Any, *, spark_master: str = "local[*]") -> dict[str, str]:
+    """Environment for ``airflow`` subprocesses: temp home, env-var connections, venv first on PATH."""
+    bin_dir = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_", "AIRFLOW__", "TABLESTORE_"))}
+    env.update({
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+        "AIRFLOW_CONN_TABLESTORE_DEFAULT": emulator.airflow_connection_json(),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": spark_master}),
+        "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "TABLESTORE_SPARK_LOG_LEVEL": "ERROR",
+    })
+    return env
+
+
+def run_cmd(step: str, cmd: Sequence[str], env: dict[str, str], timeout: float) -> str:
+    """Run a command; raise :class:`DemoError` with the end of its output when it fails."""
+    try:
+        proc = subprocess.run(list(cmd), env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or b"")
+        text = out.decode(errors="replace") if isinstance(out, bytes) else str(out)
+        raise DemoError(f"{step}: timed out after {timeout:.0f}s\n{text[-3000:]}") from None
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise DemoError(f"{step}: exit code {proc.returncode}\n{output[-6000:]}")
+    return output
+
+
+def dags_test(env: dict[str, str], logical_date: datetime, conf: dict[str, Any], timeout: float = 900) -> str:
+    """``airflow dags test tablestore_replication <date> --conf ...``; fails unless the run succeeded."""
+    output = run_cmd(
+        f"airflow dags test (logical date {logical_date.isoformat()})",
+        [sys.executable, "-m", "airflow", "dags", "test", "tablestore_replication", logical_date.isoformat(),
+         "--conf", json.dumps(conf)],
+        env, timeout,
+    )
+    return output  # `dags test` exits non-zero ("DagRun failed") when the run failed
+
+
+def consumer_summaries(output: str) -> list[dict[str, Any]]:
+    """The ``CONSUMER_SUMMARY`` JSON lines the Spark consumer printed."""
+    out = []
+    for line in output.splitlines():
+        if "CONSUMER_SUMMARY " in line:
+            try:
+                out.append(json.loads(line.split("CONSUMER_SUMMARY ", 1)[1].strip()))
+            except ValueError:
+                continue
+    return out
+
+
+def task_states(output: str) -> dict[str, str]:
+    """Final state per task id from ``dags test`` output (best effort, for the summary)."""
+    states: dict[str, str] = {}
+    for line in output.splitlines():
+        if "task_id=" in line and "new_state=" in line.replace(" ", ""):
+            compact = line.replace(" ", "")
+            tid = compact.split("task_id=", 1)[1].split(",")[0].split(")")[0].strip("'\"")
+            state = compact.split("new_state=", 1)[1].split(",")[0].split(")")[0].strip("'\"")
+            states[tid] = state
+    return states
+
+
+# ---- main -----------------------------------------------------------------------------------------
+
+
+def check_prerequisites() -> None:
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise DemoError("Java 17+ is needed by Spark: install a JDK (e.g. apt-get install openjdk-17-jre)")
+    if not (Path(sys.executable).parent / "spark-submit").exists():
+        raise DemoError(f"spark-submit not found next to {sys.executable}: run `make venv` (pyspark extra)")
+    try:
+        import airflow  # noqa: F401
+        import pyspark  # noqa: F401
+    except ImportError as exc:
+        raise DemoError(f"{exc.name} is not installed: run `make venv`") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m airflow_tablestore.demo", description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--changes", type=int, default=5_000)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = parser.parse_args(argv)
+    from airflow_tablestore.emulator.testing import EmulatorProcess
+
+    started = time.monotonic()
+    workdir = Path(tempfile.mkdtemp(prefix="tablestore-demo-"))
+    emulator = EmulatorProcess(data_dir=workdir / "emulator", extra_args=["--base-channel-rows", "25000"])
+    step = "checking prerequisites"
+    try:
+        check_prerequisites()
+        step = "starting the emulator"
+        (workdir / "emulator").mkdir()
+        emulator.start()
+        print(f"[demo] emulator at {emulator.endpoint} (data in {workdir})", flush=True)
+        from airflow_tablestore.client.table import TableClient
+
+        client = TableClient(**emulator.client_kwargs)
+        source, replica = "demo_source", "demo_replica"
+        step = "loading the source table"
+        t0 = time.monotonic()
+        create_source_table(client, source)
+        loaded = load_rows(client, source, args.rows)
+        print(f"[demo] loaded {loaded} rows into {source} in {time.monotonic() - t0:.1f}s", flush=True)
+
+        step = "airflow db migrate"
+        env = airflow_env(workdir / "airflow", emulator)
+        (workdir / "airflow").mkdir()
+        run_cmd(step, [sys.executable, "-m", "airflow", "db", "migrate"], env, 300)
+        conf = {"source_table": source, "destination_table": replica, "tunnel_name": "demo_tunnel",
+                "sink_type": "tablestore"}
+
+        step = "first interval (full + incremental phase)"
+        t1 = time.monotonic()
+        first = datetime.now(UTC).replace(microsecond=0)
+        out1 = dags_test(env, first, conf)
+        d1 = time.monotonic() - t1
+        s1 = consumer_summaries(out1)
+        print(f"[demo] interval 1 done in {d1:.1f}s: {_fmt(s1)}", flush=True)
+
+        step = "writing changes"
+        changes = write_changes(client, source, args.rows, args.changes)
+        print(f"[demo] wrote {changes} changes (puts, updates, version deletes, row deletes)", flush=True)
+        time.sleep(1.0)
+
+        step = "second interval (incremental phase)"
+        t2 = time.monotonic()
+        second = datetime.now(UTC).replace(microsecond=0)
+        out2 = dags_test(env, second, conf)
+        d2 = time.monotonic() - t2
+        s2 = consumer_summaries(out2)
+        print(f"[demo] interval 2 done in {d2:.1f}s: {_fmt(s2)}", flush=True)
+
+        step = "verifying the replica"
+        src, dst = snapshot(client, source), snapshot(client, replica)
+        problems = compare(src, dst)
+        if problems:
+            raise DemoError("replica differs from the source:\n  " + "\n  ".join(problems))
+        cells = sum(len(v) for v in src.values())
+        client.close()
+        records = sum(int(s.get("records", 0)) for s in s1 + s2)
+        total = time.monotonic() - started
+        print("\n[demo] SUCCESS: destination equals source cell for cell (all versions)")
+        print(f"[demo]   rows: {len(src)} ({cells} cells) in {source} and {replica}")
+        for label, summaries, wall in (("interval 1", s1, d1), ("interval 2", s2, d2)):
+            for s in summaries:
+                print(f"[demo]   {label}: {s['phase']:<11} {'skipped' if s['skipped'] else ''}"
+                      f"{s['records']:>8} records in {s['seconds']:.1f}s "
+                      f"({s['records_per_second']:.0f} rec/s, {s['rounds']} rounds)")
+            print(f"[demo]   {label}: airflow dags test wall time {wall:.1f}s")
+        print(f"[demo]   records consumed: {records}; total demo time {total:.1f}s")
+        return 0
+    except DemoError as exc:
+        print(f"\n[demo] FAILED while {step}: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # keep the message, exit non-zero
+        print(f"\n[demo] FAILED while {step}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if emulator.output:
+            print("[demo] emulator output (tail):\n" + "".join(emulator.output[-30:]), file=sys.stderr)
+        return 1
+    finally:
+        emulator.close()
+        if args.keep:
+            print(f"[demo] kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _fmt(summaries: list[dict[str, Any]]) -> str:
+    if not summaries:
+        return "no consumer ran (phases already complete)"
+    return "; ".join(
+        f"{s['phase']}: {'skipped' if s['skipped'] else str(s['records']) + ' records'} in {s['seconds']:.1f}s"
+        for s in summaries
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
