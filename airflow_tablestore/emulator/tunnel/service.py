@@ -432,10 +432,13 @@ class TunnelService:
         return False
 
     def position_expired(self, table: str, partition_id: str, consumed_ns: int) -> bool:
-        # Consumed everything up to consumed_ns; records before `oldest` are gone: data was lost iff a gap
-        # of at least one microsecond lies between the two.
+        """True when records after ``consumed_ns`` may have been trimmed: the position is older than the
+        retention horizon and not already at the partition's oldest retained record."""
+        horizon = self.store.retention_start_us(table)
+        if horizon is None or consumed_ns >= int(horizon) * 1000:
+            return False
         oldest = self.store.oldest_retained_us(table, partition_id)
-        return oldest is not None and consumed_ns < (int(oldest) - 1) * 1000
+        return oldest is None or consumed_ns < (int(oldest) - 1) * 1000
 
     def mark_expired(self, tunnel: TunnelState) -> None:
         with self.lock:

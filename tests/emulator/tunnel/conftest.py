@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tunnel_emu_helpers import Env
+from tunnel_emu_http import Http
+
+from airflow_tablestore.emulator.testing import EmulatorProcess
 
 
 @pytest.fixture
@@ -14,3 +18,24 @@ def env(tmp_path: Path) -> Iterator[Env]:
     e = Env(tmp_path)
     yield e
     e.store.close()
+
+
+EMU_ARGS = ["--stream-partitions", "2", "--base-channel-rows", "10", "--max-read-records", "7"]
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[EmulatorProcess]:
+    """One emulator process per test module (small channel ranges and read batches to exercise paging)."""
+    with EmulatorProcess(extra_args=EMU_ARGS) as proc:
+        yield proc
+
+
+@pytest.fixture
+def http(emu: EmulatorProcess) -> Http:
+    return Http(emu)
+
+
+@pytest.fixture
+def table(http: Http) -> str:
+    """A fresh stream-enabled table ``pk INTEGER`` on the module's emulator."""
+    return http.create_table(f"t{uuid.uuid4().hex[:10]}")

@@ -195,3 +195,39 @@ class Env:
     def create_table(self, name: str = "t", **kw: Any) -> str:
         self.store.create_table(table_meta(name, **kw))
         return name
+
+
+class SimWorker:
+    """A minimal well-behaved tunnel worker: heartbeats, closes CLOSING channels, reports TERMINATED."""
+
+    def __init__(self, tunnel: Tunnel, tunnel_id: str, tag: str, timeout: int = 300) -> None:
+        self.tunnel, self.tunnel_id = tunnel, tunnel_id
+        self.client_id = tunnel.connect(tunnel_id, timeout, tag)
+        self.local: dict[str, tuple[int, int]] = {}
+        self.records: dict[str, list[tuple[int, bytes]]] = {}
+
+    def beat(self) -> dict[str, tuple[int, int]]:
+        resp = self.tunnel.heartbeat(self.tunnel_id, self.client_id,
+                                     [(c, v, s) for c, (v, s) in self.local.items()])
+        merged: dict[str, tuple[int, int]] = {}
+        for cid, (version, status) in resp.items():
+            mine = self.local.get(cid)
+            if mine is not None and mine[0] > version:
+                merged[cid] = mine  # pending local transition wins
+            elif status == CLOSING:
+                merged[cid] = (version + 1, CLOSE)  # stop at once, report CLOSE next beat
+            else:
+                merged[cid] = (version, status)
+        self.local = merged
+        return resp
+
+    def open_channels(self) -> set[str]:
+        return {c for c, (_, s) in self.local.items() if s == OPEN}
+
+    def work(self) -> None:
+        """Drain every OPEN channel from its checkpoint; finished ones are reported TERMINATED next beat."""
+        for cid in sorted(self.open_channels()):
+            records, token = self.tunnel.drain(self.tunnel_id, self.client_id, cid)
+            self.records.setdefault(cid, []).extend(records)
+            if token == FINISHED:
+                self.local[cid] = (self.local[cid][0] + 1, TERMINATED)
