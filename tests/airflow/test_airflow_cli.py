@@ -1,0 +1,136 @@
+"""The real Airflow CLI with the provider installed: ``providers list`` and one ``airflow dags test`` run.
+
+Each command runs in a subprocess with its own temporary AIRFLOW_HOME, the DAGs folder ``tests/dags`` and
+the ``tablestore_default`` connection from ``AIRFLOW_CONN_TABLESTORE_DEFAULT`` pointing at an emulator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tablestore_airflow_testing import unique
+
+from airflow_tablestore.hooks.tunnel import to_epoch_ns
+
+DAGS_FOLDER = Path(__file__).resolve().parents[1] / "dags"
+AIRFLOW = [str(Path(sys.executable).parent / "airflow")]
+
+
+@pytest.fixture(scope="module")
+def airflow_env(tmp_path_factory: pytest.TempPathFactory, emulator: Any) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("airflow_home")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update({
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+        "AIRFLOW_CONN_TABLESTORE_DEFAULT": emulator.airflow_connection_json(),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+    })
+    return env
+
+
+def _run(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(AIRFLOW + list(args), env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_providers_list_shows_the_package_with_its_version(airflow_env: dict[str, str]) -> None:
+    import airflow_tablestore
+
+    result = _run(airflow_env, "providers", "list")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if "airflow-provider-tablestore" in line]
+    assert lines, result.stdout[-3000:]
+    assert airflow_tablestore.__version__ in lines[0]
+
+
+class _Output:
+    """Collects a subprocess's merged output in a background thread."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._proc = proc
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            self.lines.append(line)
+
+    def wait_for(self, text: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(text in line for line in self.lines):
+                return True
+            if self._proc.poll() is not None:
+                self._thread.join(5)
+                return any(text in line for line in self.lines)
+            time.sleep(0.2)
+        return False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+@pytest.fixture
+def migrated_env(airflow_env: dict[str, str]) -> Iterator[dict[str, str]]:
+    result = _run(airflow_env, "db", "migrate")
+    assert result.returncode == 0, result.stderr[-3000:]
+    yield airflow_env
+
+
+@pytest.mark.slow
+def test_dags_test_create_table_tunnel_and_deferred_sensor(
+    migrated_env: dict[str, str], emulator: Any, tunnel_client: Any
+) -> None:
+    """create table -> create tunnel -> deferrable sensor, the trigger run inline by ``airflow dags test``.
+
+    The cutoff lies one hour ahead, so the sensor must defer. Once it has, the emulator clock moves two hours
+    forward and a real TunnelWorker consumes the tunnel: its checkpoints carry the consume point past the
+    cutoff and the inline trigger fires.
+    """
+    from airflow_tablestore.client.worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
+
+    table, tunnel = unique("e2e"), "e2e_tunnel"
+    cutoff = datetime.now(UTC) + timedelta(hours=1)
+    conf = json.dumps({"table": table, "tunnel": tunnel, "cutoff": cutoff.isoformat()})
+    proc = subprocess.Popen(AIRFLOW + ["dags", "test", "tablestore_provider_e2e", "--conf", conf],
+                            env=migrated_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = _Output(proc)
+    worker = None
+    try:
+        assert output.wait_for("Deferring", timeout=240), output.text[-5000:]
+        description = tunnel_client.describe_tunnel(table, tunnel)
+        assert description.consume_point_ns < to_epoch_ns(cutoff)  # the sensor is really waiting
+
+        emulator.control.advance_time(2 * 3600)
+        config = TunnelWorkerConfig(heartbeat_interval_s=0.5, heartbeat_timeout_s=30.0, checkpoint_interval_s=0.2,
+                                    allow_short_intervals=True)
+        worker = TunnelWorker(tunnel_client, description.tunnel.tunnel_id,
+                              CallbackProcessor(lambda records, ctx: None), config).start()
+        rc = proc.wait(timeout=300)
+    finally:
+        if worker is not None:
+            worker.shutdown(timeout=30)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = output.text
+    assert rc == 0, text[-5000:]
+    assert "running trigger in line" in text, text[-5000:]  # the deferrable path, not a poke
+    assert "reached the cutoff" in text, text[-5000:]
+    finished = [line for line in text.splitlines() if "DagRun Finished" in line]
+    assert finished and "state=success" in finished[-1], text[-5000:]
+    assert tunnel_client.describe_tunnel(table, tunnel).consume_point_ns >= to_epoch_ns(cutoff)
