@@ -522,25 +522,33 @@ class TableClient:
             raise TablestoreClientError(f"max_batch_rows must be in 1..{MAX_BATCH_WRITE_ROWS}")
         written = 0
         failures: list[RowWriteResult] = []
-        batch: list[tuple[RowWrite, bytes]] = []
+        batch: list[tuple[int, RowWrite, bytes]] = []
         batch_bytes = 0
-        position = 0
+        seen = 0
         iterator = iter(writes)
         try:
             for write in iterator:
-                row_change = _encode_write(write)
+                index = seen
+                seen += 1
+                try:
+                    row_change = _encode_write(write)
+                except TablestoreClientError as exc:  # invalid input: report the row, keep going
+                    failures.append(RowWriteResult(write, index, False, error=exc))
+                    continue
                 if batch and (len(batch) >= max_batch_rows or batch_bytes + len(row_change) > max_batch_bytes):
-                    written += self._write_batch_with_retries(batch, position - len(batch), max_attempts, failures)
+                    written += self._write_batch_with_retries(batch, max_attempts, failures)
                     batch, batch_bytes = [], 0
-                batch.append((write, row_change))
+                batch.append((index, write, row_change))
                 batch_bytes += len(row_change)
-                position += 1
             if batch:
-                written += self._write_batch_with_retries(batch, position - len(batch), max_attempts, failures)
+                written += self._write_batch_with_retries(batch, max_attempts, failures)
+                batch = []
         except _BatchAborted as aborted:
             written += aborted.written
-            not_attempted = sum(1 for _ in iterator)
+            # rows pulled from the iterator after the failed batch, plus the rest of the iterator
+            not_attempted = (seen - 1 - aborted.last_index) + sum(1 for _ in iterator)
             failures.extend(aborted.results)
+            failures.sort(key=lambda result: result.index)
             error = BatchWriteError(
                 f"write_rows stopped: a batch request failed with {aborted.error.code}: {aborted.error.message}; "
                 f"{written} row(s) written, {len(failures)} failed, {not_attempted} not attempted",
@@ -550,19 +558,21 @@ class TableClient:
             error.not_attempted = not_attempted  # type: ignore[attr-defined]
             raise error from aborted.error
         if failures:
+            failures.sort(key=lambda result: result.index)
             codes = sorted({result.error.code for result in failures if isinstance(result.error, TablestoreError)})
             error = BatchWriteError(
-                f"{len(failures)} of {position} row(s) failed after retries ({', '.join(codes) or 'errors'}); "
+                f"{len(failures)} of {seen} row(s) failed after retries ({', '.join(codes) or 'errors'}); "
                 f"{written} written. See .failures for every failed row",
                 failures,
             )
             error.written = written  # type: ignore[attr-defined]
             error.not_attempted = 0  # type: ignore[attr-defined]
             raise error
+        log.info("write_rows: %d row(s) written", written)
         return written
 
     def _write_batch_with_retries(
-        self, batch: list[tuple[RowWrite, bytes]], offset: int, max_attempts: int, failures: list[RowWriteResult]
+        self, batch: list[tuple[int, RowWrite, bytes]], max_attempts: int, failures: list[RowWriteResult]
     ) -> int:
         """Write one legal batch, retrying retryable per-row failures; append final failures; return # ok."""
         policy = self._transport.retry
@@ -572,14 +582,13 @@ class TableClient:
         attempt = 1
         while pending:
             try:
-                results = self._batch_write([batch[i] for i in pending])
+                results = self._batch_write([(batch[i][1], batch[i][2]) for i in pending])
             except TablestoreError as exc:
-                aborted = [
-                    RowWriteResult(batch[i][0], offset + i, False, error=exc) for i in pending
-                ]
-                failures.extend(final[i] for i in sorted(final))
-                raise _BatchAborted(exc, aborted, written) from exc
+                aborted = [RowWriteResult(batch[i][1], batch[i][0], False, error=exc) for i in pending]
+                failures.extend(final.values())
+                raise _BatchAborted(exc, aborted, written, batch[-1][0]) from exc
             retry_next: list[int] = []
+            retry_error: TablestoreError | None = None
             for local, result in zip(pending, results, strict=True):
                 if result.ok:
                     written += 1
@@ -591,10 +600,11 @@ class TableClient:
                 )
                 if retryable and attempt < max_attempts:
                     retry_next.append(local)
+                    retry_error = retry_error or error  # type: ignore[assignment]
                 else:
-                    final[local] = RowWriteResult(result.write, offset + local, False, error=error)
+                    final[local] = RowWriteResult(result.write, batch[local][0], False, error=error)
             if retry_next:
-                wait = policy.delay(attempt, results[0].error if results else None)
+                wait = policy.delay(attempt, retry_error)
                 log.warning(
                     "write_rows: %d row(s) failed with retryable errors, attempt %d of %d; retrying in %.3fs",
                     len(retry_next), attempt, max_attempts, wait,
@@ -602,9 +612,8 @@ class TableClient:
                 policy.sleep(wait)
             pending = retry_next
             attempt += 1
-        failures.extend(final[i] for i in sorted(final))
-        if written:
-            log.debug("write_rows: batch of %d row(s) written (%d ok)", len(batch), written)
+        failures.extend(final.values())
+        log.debug("write_rows: batch of %d row(s): %d written", len(batch), written)
         return written
 
     # -- ranges -------------------------------------------------------------------------------------
@@ -677,11 +686,12 @@ class TableClient:
 
 
 class _BatchAborted(Exception):
-    def __init__(self, error: TablestoreError, results: list[RowWriteResult], written: int) -> None:
+    def __init__(self, error: TablestoreError, results: list[RowWriteResult], written: int, last_index: int) -> None:
         super().__init__(error.code)
         self.error = error
         self.results = results
         self.written = written
+        self.last_index = last_index
 
 
 __all__ = [

@@ -16,7 +16,7 @@ import pytest
 
 
 @dataclass
-class Reply:
+class ScriptedReply:
     """One programmed answer. ``md5=None`` computes the right x-ots-contentmd5; ``md5=""`` omits it."""
 
     status: int = 200
@@ -38,7 +38,7 @@ class ScriptedServer:
     """Answers each POST with the next programmed :class:`Reply` (the last one repeats)."""
 
     def __init__(self) -> None:
-        self.replies: list[Reply] = [Reply()]
+        self.replies: list[ScriptedReply] = [ScriptedReply()]
         self.requests: list[Seen] = []
         self._lock = threading.Lock()
         outer = self
@@ -76,9 +76,9 @@ class ScriptedServer:
         self._thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
         self._thread.start()
 
-    Reply = Reply
+    Reply = ScriptedReply
 
-    def script(self, *replies: Reply) -> None:
+    def script(self, *replies: ScriptedReply) -> None:
         with self._lock:
             self.replies = list(replies)
             self.requests = []

@@ -19,8 +19,9 @@ from airflow_tablestore.client.errors import (
 )
 from airflow_tablestore.client.retry import RetryPolicy
 from airflow_tablestore.client.transport import Transport
-from airflow_tablestore.protocol import ots_table_pb2 as table_pb2
+from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 
+table_pb2: Any = _table_pb2  # generated code has no type stubs
 
 class FakeTime:
     def __init__(self) -> None:

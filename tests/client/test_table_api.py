@@ -38,8 +38,9 @@ from airflow_tablestore.client import (
 )
 from airflow_tablestore.client.conditions import encode_filter
 from airflow_tablestore.client.table import normalize_columns, normalize_primary_key
-from airflow_tablestore.protocol import ots_filter_pb2 as filter_pb2
+from airflow_tablestore.protocol import ots_filter_pb2 as _filter_pb2
 
+filter_pb2: Any = _filter_pb2  # generated code has no type stubs
 PK2 = (PrimaryKeyColumn("region", PrimaryKeyType.STRING), PrimaryKeyColumn("id", PrimaryKeyType.INTEGER))
 
 
@@ -250,8 +251,9 @@ def test_auto_increment_primary_key(table_client: TableClient, unique_name: str)
     first = table_client.put_row(table, [("part", "a"), ("seq", AUTO_INCREMENT)], {"v": 1}, return_primary_key=True)
     second = table_client.put_row(table, [("part", "a"), ("seq", AUTO_INCREMENT)], {"v": 2}, return_primary_key=True)
     assert first is not None and second is not None
-    assert first[0] == ("part", "a") and isinstance(first[1][1], int)
-    assert second[1][1] > first[1][1]
+    first_seq, second_seq = first[1][1], second[1][1]
+    assert first[0] == ("part", "a") and isinstance(first_seq, int) and isinstance(second_seq, int)
+    assert second_seq > first_seq
     row = table_client.get_row(table, second)
     assert row is not None and row.get("v") == 2
 
@@ -293,7 +295,7 @@ def test_batch_write_row_per_row_results(table_client: TableClient, unique_name:
     assert [r.index for r in results] == [0, 1, 2, 3, 4]
     assert [r.ok for r in results] == [True, True, False, True, True]
     assert results[2].write is writes[2]
-    assert results[2].error is not None and results[2].error.code == "OTSConditionCheckFail"
+    assert getattr(results[2].error, "code", None) == "OTSConditionCheckFail"
     assert table_client.get_row(table, [("region", "eu"), ("id", 4)]) is None
     kept = table_client.get_row(table, [("region", "eu"), ("id", 2)])
     assert kept is not None and kept.get("v") == "old"
@@ -338,7 +340,7 @@ def test_write_rows_raises_with_every_failed_row(table_client: TableClient, uniq
         table_client.write_rows(writes)
     failures = info.value.failures
     assert [f.index for f in failures] == [5, 250]
-    assert all(f.error.code == "OTSConditionCheckFail" for f in failures)
+    assert all(getattr(f.error, "code", None) == "OTSConditionCheckFail" for f in failures)
     assert [f.write.primary_key for f in failures] == [writes[5].primary_key, writes[250].primary_key]
     assert info.value.written == 298  # type: ignore[attr-defined]
     assert "2 of 300" in str(info.value)

@@ -20,8 +20,11 @@ from airflow_tablestore.client.errors import (
 )
 from airflow_tablestore.client.retry import RetryPolicy
 from airflow_tablestore.client.transport import Transport, parse_endpoint
-from airflow_tablestore.protocol import ots_table_pb2 as table_pb2
-from airflow_tablestore.protocol import ots_tunnel_pb2 as tunnel_pb2
+from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
+from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
+
+table_pb2: Any = _table_pb2  # generated code has no type stubs
+tunnel_pb2: Any = _tunnel_pb2  # generated code has no type stubs
 
 SECRET = "TopSecretAccessKeyValue"
 TOKEN = "TopSecretStsTokenValue"
@@ -180,7 +183,7 @@ def test_connection_refused_is_network_error_with_endpoint_and_no_secrets() -> N
 
 def test_connection_refused_retried_for_idempotent() -> None:
     endpoint = f"http://127.0.0.1:{_free_port()}"
-    calls = []
+    calls: list[float] = []
     policy = RetryPolicy(max_attempts=3, sleep=calls.append)
     with _transport(endpoint, retry=policy) as transport, pytest.raises(TablestoreNetworkError):
         transport.call("/ListTable", None, table_pb2.ListTableResponse, idempotent=True)
