@@ -22,6 +22,7 @@ from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigg
 
 FUTURE = datetime(2999, 1, 1, tzinfo=UTC)
 PAST = datetime(2000, 1, 1, tzinfo=UTC)
+NO_CONTEXT: Any = {}
 
 
 def _sensor(table: str = "t", tunnel: str = "tn", conn: str = "tablestore_default", **kwargs: Any) -> TablestoreTunnelConsumePointSensor:
@@ -36,12 +37,14 @@ def test_cutoff_explicit_then_data_interval_end_then_run_after() -> None:
     end = datetime(2024, 5, 1, tzinfo=UTC)
     run_after = datetime(2024, 6, 1, tzinfo=UTC)
     dag_run = SimpleNamespace(run_after=run_after)
-    assert _sensor(cutoff="2024-01-01T00:00:00Z").resolve_cutoff_ns({"data_interval_end": end}) == to_epoch_ns(
+    scheduled: Any = {"data_interval_end": end, "dag_run": dag_run}
+    manual: Any = {"data_interval_end": None, "dag_run": dag_run}
+    assert _sensor(cutoff="2024-01-01T00:00:00Z").resolve_cutoff_ns(scheduled) == to_epoch_ns(
         datetime(2024, 1, 1, tzinfo=UTC))
-    assert _sensor().resolve_cutoff_ns({"data_interval_end": end, "dag_run": dag_run}) == to_epoch_ns(end)
+    assert _sensor().resolve_cutoff_ns(scheduled) == to_epoch_ns(end)
     # Manual runs in Airflow 3 may have no data interval: fall back to run_after.
-    assert _sensor().resolve_cutoff_ns({"data_interval_end": None, "dag_run": dag_run}) == to_epoch_ns(run_after)
-    assert _sensor(cutoff="").resolve_cutoff_ns({"dag_run": dag_run}) == to_epoch_ns(run_after)
+    assert _sensor().resolve_cutoff_ns(manual) == to_epoch_ns(run_after)
+    assert _sensor(cutoff="").resolve_cutoff_ns(manual) == to_epoch_ns(run_after)
 
 
 def test_template_fields_and_default_deferrable_follows_config() -> None:
@@ -62,17 +65,17 @@ def stream_tunnel(stream_table: str, tunnel_client: Any) -> tuple[str, str]:
 
 def test_poke_false_then_true(tablestore_conn: str, stream_tunnel: tuple[str, str]) -> None:
     table, tunnel = stream_tunnel
-    waiting = _sensor(table, tunnel, tablestore_conn, cutoff=FUTURE).poke({})
+    waiting = _sensor(table, tunnel, tablestore_conn, cutoff=FUTURE).poke(NO_CONTEXT)
     assert waiting.is_done is False and waiting.xcom_value is None
     # The tunnel's starting consume point is its creation time, which is past a cutoff in 2000.
-    done = _sensor(table, tunnel, tablestore_conn, cutoff=PAST).poke({})
-    assert done.is_done is True
+    done = _sensor(table, tunnel, tablestore_conn, cutoff=PAST).poke(NO_CONTEXT)
+    assert done.is_done is True and done.xcom_value is not None
     assert done.xcom_value["consume_point_ns"] >= to_epoch_ns(PAST)
 
 
 def test_poke_fails_fast_on_missing_tunnel(tablestore_conn: str, stream_table: str) -> None:
     with pytest.raises(AirflowFailException, match="does not exist"):
-        _sensor(stream_table, unique("missing"), tablestore_conn, cutoff=PAST).poke({})
+        _sensor(stream_table, unique("missing"), tablestore_conn, cutoff=PAST).poke(NO_CONTEXT)
 
 
 def test_deferrable_execute_defers_with_complete_hook_configuration(
@@ -82,7 +85,7 @@ def test_deferrable_execute_defers_with_complete_hook_configuration(
     sensor = _sensor(table, tunnel, tablestore_conn, cutoff=FUTURE, deferrable=True, poke_interval=7,
                      timeout=600, region="cn-test")
     with pytest.raises(TaskDeferred) as info:
-        sensor.execute({})
+        sensor.execute(NO_CONTEXT)
     deferred = info.value
     assert deferred.method_name == "execute_complete"
     trigger = deferred.trigger
@@ -98,13 +101,13 @@ def test_deferrable_execute_returns_at_once_when_already_done(
     tablestore_conn: str, stream_tunnel: tuple[str, str]
 ) -> None:
     table, tunnel = stream_tunnel
-    result = _sensor(table, tunnel, tablestore_conn, cutoff=PAST, deferrable=True).execute({})
+    result = _sensor(table, tunnel, tablestore_conn, cutoff=PAST, deferrable=True).execute(NO_CONTEXT)
     assert result["consume_point_ns"] >= to_epoch_ns(PAST)
 
 
 def test_deferrable_execute_fails_fast_on_missing_tunnel(tablestore_conn: str, stream_table: str) -> None:
     with pytest.raises(AirflowFailException, match="does not exist"):
-        _sensor(stream_table, "nope", tablestore_conn, cutoff=FUTURE, deferrable=True).execute({})
+        _sensor(stream_table, "nope", tablestore_conn, cutoff=FUTURE, deferrable=True).execute(NO_CONTEXT)
 
 
 # -- execute_complete -------------------------------------------------------------------------------
@@ -113,24 +116,25 @@ def test_deferrable_execute_fails_fast_on_missing_tunnel(tablestore_conn: str, s
 def test_execute_complete_success_returns_payload() -> None:
     event = {"status": "success", "table_name": "t", "tunnel_name": "tn", "cutoff_ns": 1, "tunnel_id": "id",
              "tunnel_type": "Stream", "consume_point_ns": 5, "consume_point": None, "message": "ok"}
-    assert _sensor().execute_complete({}, event) == {
+    assert _sensor().execute_complete(NO_CONTEXT, event) == {
         "tunnel_id": "id", "tunnel_type": "Stream", "consume_point_ns": 5, "consume_point": None, "message": "ok"}
 
 
 def test_execute_complete_error_and_timeout_raise() -> None:
     with pytest.raises(AirflowFailException, match="tunnel gone"):
-        _sensor().execute_complete({}, {"status": "error", "code": "OTSParameterInvalid", "message": "tunnel gone"})
+        _sensor().execute_complete(NO_CONTEXT, {"status": "error", "code": "OTSParameterInvalid", "message": "tunnel gone"})
     with pytest.raises(AirflowSensorTimeout, match="did not reach"):
-        _sensor().execute_complete({}, {"status": "timeout", "message": "did not reach the cutoff"})
+        _sensor().execute_complete(NO_CONTEXT, {"status": "timeout", "message": "did not reach the cutoff"})
     with pytest.raises(AirflowSkipException):
-        _sensor(soft_fail=True).execute_complete({}, {"status": "timeout", "message": "late"})
+        _sensor(soft_fail=True).execute_complete(NO_CONTEXT, {"status": "timeout", "message": "late"})
     with pytest.raises(AirflowFailException):
-        _sensor().execute_complete({}, None)
+        _sensor().execute_complete(NO_CONTEXT, None)
 
 
 def test_poke_mode_execute_returns_xcom(tablestore_conn: str, stream_tunnel: tuple[str, str]) -> None:
     table, tunnel = stream_tunnel
     sensor = _sensor(table, tunnel, tablestore_conn, cutoff=PAST, deferrable=False, poke_interval=0.1,
                      timeout=timedelta(seconds=60))
-    result = sensor.execute({"ti": SimpleNamespace(try_number=1)})
+    context: Any = {"ti": SimpleNamespace(try_number=1)}
+    result = sensor.execute(context)
     assert result["consume_point_ns"] >= to_epoch_ns(PAST)

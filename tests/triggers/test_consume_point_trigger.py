@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+from collections.abc import AsyncGenerator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from tablestore_airflow_testing import unique
@@ -18,7 +19,7 @@ from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigg
 
 def _first_event(trigger: TablestoreTunnelConsumePointTrigger) -> dict[str, Any]:
     async def first() -> Any:
-        agen = trigger.run()
+        agen = cast(AsyncGenerator[Any, None], trigger.run())
         try:
             return await anext(agen)
         finally:
