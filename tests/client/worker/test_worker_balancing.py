@@ -48,9 +48,9 @@ def test_channels_spread_and_move_after_a_crash(table_client: Any, tunnel_client
         for w in workers:
             w.start()
         wait_for(lambda: sorted(len(w.owned_channels()) for w in workers) == [2, 2, 2],
-                 "6 channels spread 2/2/2 over 3 workers")
+                 "6 channels spread 2/2/2 over 3 workers", workers=workers)
         _write(table_client, source, 0, 150)
-        wait_for(lambda: len(processor.records) >= 150 + 150 // 4, "the first writes to be consumed")
+        wait_for(lambda: len(processor.records) >= 150 + 150 // 4, "the first writes to be consumed", workers=workers)
 
         crashed = workers[0]
         moved = crashed.owned_channels()
@@ -62,7 +62,7 @@ def test_channels_spread_and_move_after_a_crash(table_client: Any, tunnel_client
         owners = {cid for w in survivors for cid in w.owned_channels()}
         assert set(moved) <= owners
         wait_for(lambda: full_scan(table_client, replica) == full_scan(table_client, source),
-                 "the replica to converge")
+                 "the replica to converge", workers=workers)
     finally:
         for w in workers:
             w.shutdown()

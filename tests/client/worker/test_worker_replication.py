@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,12 +20,18 @@ from .helpers import RecordingProcessor, full_scan, table_schema
 BASE_MS = 1_700_000_000_000
 
 
-def wait_for(predicate: Callable[[], bool], what: str, timeout_s: float = 90.0) -> None:
-    """Poll ``predicate`` until true; fail with ``what`` after a generous bound (not a timing assertion)."""
+def wait_for(predicate: Callable[[], bool], what: str, timeout_s: float = 90.0,
+             workers: Iterable[TunnelWorker] = ()) -> None:
+    """Poll ``predicate`` until true; fail with ``what`` after a generous bound (not a timing assertion).
+    Fails at once when one of ``workers`` stopped on a fatal error."""
     deadline = time.monotonic() + timeout_s
+    workers = list(workers)
     while time.monotonic() < deadline:
         if predicate():
             return
+        for worker in workers:
+            if worker.error is not None:
+                raise AssertionError(f"worker failed while waiting for {what}: {worker.error}")
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
 
