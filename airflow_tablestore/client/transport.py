@@ -112,7 +112,7 @@ class Transport:
         self.api_version = api_version
         self.verify_response_signature = verify_response_signature
         self._session = requests.Session()
-        self._session.trust_env = False  # no proxies/netrc credentials picked up implicitly
+        # trust_env stays on: HTTP(S)_PROXY / NO_PROXY and REQUESTS_CA_BUNDLE apply as usual.
         adapter = HTTPAdapter(pool_connections=1, pool_maxsize=max(1, pool_size), max_retries=0)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
