@@ -13,15 +13,17 @@ def dataset_namespace(instance_name: str) -> str:
     return f"{NAMESPACE_SCHEME}://{instance_name}"
 
 
-def table_lineage(instance_name: str, *, inputs: Sequence[str] = (), outputs: Sequence[str] = ()) -> Any:
-    """``OperatorLineage`` with datasets ``tablestore://<instance>/<table>``, or None without OpenLineage."""
+def table_lineage(
+    *, inputs: Sequence[tuple[str, str]] = (), outputs: Sequence[tuple[str, str]] = ()
+) -> Any:
+    """``OperatorLineage`` for ``(instance, table)`` pairs as datasets ``tablestore://<instance>/<table>``;
+    None when the OpenLineage provider is not installed."""
     try:
         from airflow.providers.common.compat.openlineage.facet import Dataset
         from airflow.providers.openlineage.extractors import OperatorLineage
     except ImportError:
         return None
-    namespace = dataset_namespace(instance_name)
     return OperatorLineage(
-        inputs=[Dataset(namespace=namespace, name=name) for name in inputs],
-        outputs=[Dataset(namespace=namespace, name=name) for name in outputs],
+        inputs=[Dataset(namespace=dataset_namespace(instance), name=table) for instance, table in inputs],
+        outputs=[Dataset(namespace=dataset_namespace(instance), name=table) for instance, table in outputs],
     )

@@ -139,15 +139,16 @@ class TablestoreCreateTableOperator(BaseOperator):
     def hook(self) -> TablestoreHook:
         return TablestoreHook(self.tablestore_conn_id, region=self.region)
 
+    def _source_hook(self) -> TablestoreHook:
+        if self.source_tablestore_conn_id and self.source_tablestore_conn_id != self.tablestore_conn_id:
+            return TablestoreHook(self.source_tablestore_conn_id, region=self.region)
+        return self.hook
+
     def _wanted_schema(self) -> TableSchema:
         if self.source_table:
             if self.primary_key:
                 raise ValueError("give either primary_key or source_table, not both")
-            source_hook = (
-                TablestoreHook(self.source_tablestore_conn_id, region=self.region)
-                if self.source_tablestore_conn_id and self.source_tablestore_conn_id != self.tablestore_conn_id
-                else self.hook
-            )
+            source_hook = self._source_hook()
             source = source_hook.describe_table(self.source_table)
             if source is None:
                 raise ValueError(
@@ -199,8 +200,10 @@ class TablestoreCreateTableOperator(BaseOperator):
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """Lineage: the source table (replicas) as input, the created table as output."""
         instance = self.hook.get_config().instance_name
-        inputs = [self.source_table] if self.source_table and not self.source_tablestore_conn_id else []
-        return table_lineage(instance, inputs=inputs, outputs=[self.table_name])
+        inputs = []
+        if self.source_table:
+            inputs.append((self._source_hook().get_config().instance_name, self.source_table))
+        return table_lineage(inputs=inputs, outputs=[(instance, self.table_name)])
 
 
 class TablestoreDeleteTableOperator(BaseOperator):
@@ -242,4 +245,4 @@ class TablestoreDeleteTableOperator(BaseOperator):
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """Lineage: the deleted table as output."""
-        return table_lineage(self.hook.get_config().instance_name, outputs=[self.table_name])
+        return table_lineage(outputs=[(self.hook.get_config().instance_name, self.table_name)])

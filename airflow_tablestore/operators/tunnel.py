@@ -108,7 +108,7 @@ class TablestoreCreateTunnelOperator(BaseOperator):
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """Lineage: the tunnel's table as input (the tunnel reads it)."""
-        return table_lineage(self.hook.get_config().instance_name, inputs=[self.table_name])
+        return table_lineage(inputs=[(self.hook.get_config().instance_name, self.table_name)])
 
 
 class TablestoreDeleteTunnelOperator(BaseOperator):

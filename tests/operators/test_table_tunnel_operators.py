@@ -179,11 +179,32 @@ def test_delete_tunnel_is_idempotent(tablestore_conn: str, stream_table: str, tu
 # -- lineage ----------------------------------------------------------------------------------------
 
 
-def test_openlineage_facets(tablestore_conn: str) -> None:
-    op = _create("lineage_t", tablestore_conn)
-    lineage = op.get_openlineage_facets_on_complete(None)
-    if importlib.util.find_spec("airflow.providers.openlineage") is None:
-        assert lineage is None  # optional dependency absent: no facets, no error
-    else:
-        assert [(d.namespace, d.name) for d in lineage.outputs] == [("tablestore://emulator", "lineage_t")]
+def test_openlineage_facets_without_the_optional_dependency(tablestore_conn: str) -> None:
+    if importlib.util.find_spec("airflow.providers.openlineage") is not None:
+        pytest.skip("OpenLineage provider installed")
+    assert _create("lineage_t", tablestore_conn).get_openlineage_facets_on_complete(None) is None
+
+
+def test_openlineage_dataset_names(
+    tablestore_conn: str, emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stand-ins for the OpenLineage classes (optional dependency) record what the operator builds."""
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    facet, extractors = ModuleType("facet"), ModuleType("extractors")
+    facet.Dataset = lambda namespace, name: (namespace, name)  # type: ignore[attr-defined]
+    extractors.OperatorLineage = SimpleNamespace  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "airflow.providers.common.compat.openlineage.facet", facet)
+    monkeypatch.setitem(sys.modules, "airflow.providers.openlineage.extractors", extractors)
+    monkeypatch.setenv("AIRFLOW_CONN_TABLESTORE_OTHER", emulator.airflow_connection_json())
+
+    replica = TablestoreCreateTableOperator(task_id="r", table_name="dst", source_table="src",
+                                            source_tablestore_conn_id="tablestore_other",
+                                            tablestore_conn_id=tablestore_conn)
+    lineage = replica.get_openlineage_facets_on_complete(None)
+    assert lineage.inputs == [("tablestore://emulator", "src")]
+    assert lineage.outputs == [("tablestore://emulator", "dst")]
+    tunnel = _tunnel_op("src", "tn", tablestore_conn).get_openlineage_facets_on_complete(None)
+    assert tunnel.inputs == [("tablestore://emulator", "src")] and tunnel.outputs == []
     assert dataset_namespace("inst") == "tablestore://inst"
