@@ -433,3 +433,24 @@ def test_shared_transport_and_context_manager(table_emulator: Any) -> None:
         assert isinstance(owner.list_tables(), list)
     with pytest.raises(TablestoreClientError, match="closed"):
         owner.list_tables()
+
+
+def test_put_row_request_is_byte_identical_to_official_sdk_capture(scripted: Any) -> None:
+    """table-api.md §3b captured the official SDK's PutRow body; ours must match byte for byte."""
+    captured = bytes.fromhex(
+        "0a027431" "12ce01"
+        "7500000001030402000000706b05090000000001000000000000000a4c030403000000706b73050800000003030000006162630a4a"
+        "020304020000006331050a000000030500000068656c6c6f0ae203040200000063320509000000002a000000000000000aac03"
+        "04020000006333050900000001000000000000f83f0a6c0304020000006334050200000002010a080304020000006335050700"
+        "0000070200000000010adc0304020000006336050e00000003090000007261772d6279746573070068e5cf8b0100000ae609d3"
+        "1a020800"
+    )
+    scripted.script(scripted.Reply(200, b""))
+    with TableClient(scripted.endpoint, "fakeAccessKeyId", "fakeAccessKeySecret", "fakeinst") as client:
+        client.put_row("t1", [("pk", 1), ("pks", "abc")], [
+            ("c1", "hello"), ("c2", 42), ("c3", 1.5), ("c4", True), ("c5", b"\x00\x01"),
+            ("c6", "raw-bytes", 1700000000000),
+        ])
+    (seen,) = scripted.requests
+    assert seen.body == captured
+    assert seen.headers["x-ots-contentmd5"] == "Qw7CdRbCwfQkTi/18tdncA=="
