@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_tablestore.client.crc8 import CRC8_TABLE, CRC8_TABLE16, crc8, crc8_byte
+from airflow_tablestore.client.crc8 import CRC8_TABLE, crc8, crc8_byte, zero_table
 
 
 def _bitwise(data: bytes, crc: int = 0) -> int:
@@ -23,7 +25,6 @@ def test_check_value() -> None:
 def test_table_head() -> None:
     assert list(CRC8_TABLE[:8]) == [0x00, 0x07, 0x0E, 0x09, 0x1C, 0x1B, 0x12, 0x15]
     assert len(CRC8_TABLE) == 256
-    assert len(CRC8_TABLE16) == 65536
 
 
 def test_empty_keeps_state() -> None:
@@ -36,10 +37,24 @@ def test_byte_step() -> None:
     assert crc8_byte(0x4C, 0x01) == _bitwise(b"\x01", 0x4C)
 
 
-@given(st.binary(max_size=300), st.integers(0, 255))
+@given(st.binary(max_size=700), st.integers(0, 255))
 def test_matches_bitwise_definition(data: bytes, start: int) -> None:
-    # Covers the short byte loop and the two-byte table path (odd and even lengths).
+    # Covers the short byte loop and the block-wise fold (from 192 bytes), at every length modulo 16.
     assert crc8(data, start) == _bitwise(data, start)
+
+
+def test_long_inputs() -> None:
+    for size in (192, 193, 255, 256, 4096, 4097, 100_003):
+        data = os.urandom(size)
+        assert crc8(data) == _bitwise(data), size
+        assert crc8(data, 0x3C) == _bitwise(data, 0x3C), size
+    assert crc8(bytes(5000)) == 0
+
+
+@given(st.binary(max_size=64), st.integers(0, 255))
+def test_zero_table_linearity(data: bytes, start: int) -> None:
+    assert crc8(data, start) == zero_table(len(data))[start] ^ crc8(data)
+    assert zero_table(len(data))[start] == _bitwise(bytes(len(data)), start)
 
 
 @given(st.binary(max_size=200), st.binary(max_size=200))

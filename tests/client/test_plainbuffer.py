@@ -21,6 +21,7 @@ from airflow_tablestore.client.model import (
 )
 from airflow_tablestore.client.plainbuffer import (
     decode_record,
+    decode_record_list,
     decode_row,
     decode_rows,
     decode_sql_variant,
@@ -28,6 +29,7 @@ from airflow_tablestore.client.plainbuffer import (
     encode_row,
     encode_rows,
     encode_sql_variant,
+    gc_paused,
 )
 
 TS = 1700000000000
@@ -207,7 +209,30 @@ def test_several_rows() -> None:
     with pytest.raises(PlainBufferError, match="exactly one row, found 5"):
         decode_record(data)
     with pytest.raises(PlainBufferError, match="exactly one row, found 0"):
+        decode_record(b"\x75\x00\x00\x00")
+    with pytest.raises(PlainBufferError, match="header"):
         decode_record(b"")
+
+
+def test_decode_record_list_and_gc_pause() -> None:
+    import gc
+
+    rows = [Row((("pk", i),), (Column("c", i, TS),), False, SequenceInfo(0, i, 0)) for i in range(50)]
+    assert decode_record_list([encode_row(r) for r in rows]) == rows
+    assert gc.isenabled()
+    with pytest.raises(PlainBufferError):
+        decode_record_list([encode_row(rows[0]), b"\x75\x00\x00\x00\x02"])
+    assert gc.isenabled()  # restored after an error
+    big = [Row((("pk", i),), (Column("c", "x" * 100, TS),)) for i in range(500)]
+    assert decode_rows(encode_rows(big)) == big  # large buffer: decoded with the GC paused
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # a paused collector stays as the caller left it
+    finally:
+        gc.enable()
 
 
 def test_decode_record_with_sequence() -> None:
