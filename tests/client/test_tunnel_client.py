@@ -230,3 +230,30 @@ def test_helpers_and_constructor_validation() -> None:
     secret = "super-secret-value"
     client = TunnelClient("http://127.0.0.1:1", "id", secret, "inst")
     assert secret not in repr(client)
+
+
+def test_decode_records_maps_actions_sequence_and_origin_columns() -> None:
+    from airflow_tablestore.client.model import Row, SequenceInfo
+    from airflow_tablestore.client.plainbuffer import encode_row
+    from airflow_tablestore.client.records import decode_record_message, decode_records
+
+    pk = (("id", 7),)
+    seq = SequenceInfo(0, 1_700_000_000_000_123, 2)
+    update = Row(pk, (Column("a", "x", 1_700_000_000_000), Column("b", None, None, CellOp.DELETE_ALL_VERSIONS)),
+                 sequence=seq)
+    origin = Row(pk, (Column("a", "old", 1_600_000_000_000),))
+    msgs = [
+        ots_tunnel_pb2.Record(action_type=ots_tunnel_pb2.UPDATE_ROW, record=encode_row(update),
+                              origin_record=encode_row(origin)),
+        ots_tunnel_pb2.Record(action_type=ots_tunnel_pb2.DELETE_ROW,
+                              record=encode_row(Row(pk, (), delete_marker=True, sequence=seq))),
+    ]
+    upd, dele = decode_records(msgs)
+    assert upd.action is ActionType.UPDATE_ROW and upd.primary_key == pk and upd.sequence == seq
+    assert upd.columns == update.columns
+    assert upd.origin_columns == origin.columns
+    assert dele.action is ActionType.DELETE_ROW and dele.columns == () and dele.origin_columns is None
+    assert decode_record_message(msgs[1]) == dele
+    bad = ots_tunnel_pb2.Record(action_type=ots_tunnel_pb2.PUT_ROW, record=b"\x75\x00\x00\x00\x01")
+    with pytest.raises(TablestoreClientError):
+        decode_records([bad])

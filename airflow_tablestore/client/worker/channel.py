@@ -28,6 +28,7 @@ from airflow_tablestore.client.worker.state import transition
 
 log = logging.getLogger(__name__)
 
+THREAD_PREFIX = "tunnel-channel-"
 ENOUGH_RECORDS = 500
 ENOUGH_BYTES = 900 * 1024
 _POLL_S = 0.1
@@ -156,7 +157,7 @@ class ChannelConsumer:
             if self.state != ConsumerState.WAIT:
                 return
             self.state = ConsumerState.RUNNING
-        thread = threading.Thread(target=self._run, name=f"tunnel-channel-{self.channel_id}", daemon=True)
+        thread = threading.Thread(target=self._run, name=f"{THREAD_PREFIX}{self.channel_id}", daemon=True)
         self._threads.append(thread)
         thread.start()
 
@@ -182,7 +183,7 @@ class ChannelConsumer:
                     if item.records:
                         self._process(item, last_token)
                     self._metrics.batch(self.channel_id, len(item.records), item.size_bytes,
-                                        self._last_sequence_us(item))
+                                        self._position_us(item))
                     last_token = item.next_token
                 if last_token == FINISHED:
                     self._finish()
@@ -263,12 +264,14 @@ class ChannelConsumer:
             except Exception:  # noqa: BLE001
                 log.exception("channel %s: processor shutdown failed", self.channel_id)
 
-    @staticmethod
-    def _last_sequence_us(batch: ReadResult) -> int | None:
+    def _position_us(self, batch: ReadResult) -> int | None:
+        """Stream position reached: the last record's sequence time, or "now" when a stream channel is idle
+        at the head of its log (nothing more to read means no lag)."""
         if batch.records:
             seq = batch.records[-1].sequence
-            if seq is not None:
-                return seq.timestamp
+            return seq.timestamp if seq is not None else None
+        if self.is_stream and not enough_data(batch):
+            return int(time.time() * 1_000_000)
         return None
 
     # -- reader thread ------------------------------------------------------------------------------

@@ -25,7 +25,12 @@ from airflow_tablestore.client.errors import (
 )
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel import FINISHED, Channel, TunnelClient, is_stream_token
-from airflow_tablestore.client.worker.channel import ChannelConsumer, ConsumerState, new_trace_id
+from airflow_tablestore.client.worker.channel import (
+    THREAD_PREFIX,
+    ChannelConsumer,
+    ConsumerState,
+    new_trace_id,
+)
 from airflow_tablestore.client.worker.config import TunnelWorkerConfig
 from airflow_tablestore.client.worker.metrics import MetricsSnapshot, WorkerMetrics
 from airflow_tablestore.client.worker.processor import ChannelContext, ChannelProcessor, ProcessorFactory
@@ -171,7 +176,10 @@ class TunnelWorker:
         self._graceful = graceful
         self._stop.set()
         self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
+        current = threading.current_thread()
+        # From inside a processor (a channel thread) just signal: joining would wait for ourselves.
+        if (self._thread is not None and self._thread is not current
+                and not current.name.startswith(THREAD_PREFIX)):
             self._thread.join(timeout)
 
     def __enter__(self) -> TunnelWorker:
