@@ -17,7 +17,10 @@ def manager() -> Any:
 
 
 def test_hook_registered_for_connection_type(manager: Any) -> None:
-    hook = manager.hooks["tablestore"]
+    from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
+
+    hook = ProvidersManagerTaskRuntime().hooks["tablestore"]
+    assert hook is not None
     assert hook.hook_class_name == "airflow_tablestore.hooks.table.TablestoreHook"
     assert hook.connection_id_attribute_name == "tablestore_conn_id"
     assert hook.package_name == "airflow-provider-tablestore"
