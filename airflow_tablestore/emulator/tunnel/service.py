@@ -343,12 +343,12 @@ class TunnelService:
             return [c for c in tunnel.channels.values()
                     if c.owner == client_id and c.status in (OPEN, CLOSING)]
 
-    def _eligible(self, tunnel: TunnelState, ch: ChannelState) -> bool:
+    def _eligible(self, tunnel: TunnelState, ch: ChannelState, base_done: bool) -> bool:
         if ch.status == TERMINATED or ch.suspended:
             return False
         if not ch.is_stream:
             return True
-        return tunnel.base_done() and self._parents_done(tunnel, ch)
+        return base_done and self._parents_done(tunnel, ch)
 
     @staticmethod
     def _parents_done(tunnel: TunnelState, ch: ChannelState) -> bool:
@@ -359,7 +359,8 @@ class TunnelService:
 
     def _rebalance(self, tunnel: TunnelState, client_id: str) -> list[ChannelState]:
         """target = ceil(active / live clients): shed extras (OPEN → CLOSING) or take free channels (→ OPEN)."""
-        active = [c for c in tunnel.channels.values() if self._eligible(tunnel, c)]
+        base_done = tunnel.base_done()
+        active = [c for c in tunnel.channels.values() if self._eligible(tunnel, c, base_done)]
         live = sum(1 for c in self.clients.values() if c.tunnel_id == tunnel.tunnel_id)
         if not active or live == 0:
             return []
@@ -394,8 +395,15 @@ class TunnelService:
             tunnel.snapshot_id = None
         self.repo.save(tunnels=[tunnel])
 
+    def _stream_gone(self, tunnel: TunnelState) -> bool:
+        """The table (or its stream) this tunnel reads was deleted or re-created since the tunnel was made."""
+        info = self.store.get_table_info(tunnel.table_name)
+        return info is None or getattr(info, "stream_id", None) != tunnel.stream_id
+
     def _sync_partitions(self, tunnel: TunnelState) -> list[ChannelState]:
         """Create channels for stream partitions this tunnel has not seen yet (e.g. split children)."""
+        if self._stream_gone(tunnel):
+            return []
         known = {c.partition_id for c in tunnel.channels.values() if c.is_stream}
         created: list[ChannelState] = []
         ordinal = len(tunnel.channels)
@@ -424,6 +432,9 @@ class TunnelService:
             return True
         if not tunnel.has_stream:
             return False
+        if self._stream_gone(tunnel) and any(c.is_stream and c.status != TERMINATED for c in tunnel.channels.values()):
+            self.mark_expired(tunnel)
+            return True
         for ch in tunnel.channels.values():
             if ch.is_stream and ch.status != TERMINATED and self.position_expired(tunnel.table_name, ch.partition_id,
                                                                                  ch.ckpt_rpo_ns):

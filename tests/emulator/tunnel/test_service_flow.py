@@ -217,3 +217,17 @@ def test_restart_keeps_state(env: Env) -> None:
     assert env.tunnel.heartbeat(tid, a, [(c, v, s) for c, (v, s) in chans.items()]) == chans
     rest, token = env.tunnel.drain(tid, a, ch)
     assert len(resp.records) + len(rest) == 10 and token == FINISHED
+
+
+def test_recreated_table_does_not_leak_into_old_tunnel(env: Env) -> None:
+    table = env.create_table()
+    env.tunnel.create(table, "s", 2)
+    before = {c.channel_id for c in env.tunnel.describe(table, "s").channels}
+    env.store.delete_table(table)
+    env.create_table(table)
+    desc = env.tunnel.describe(table, "s")
+    assert {c.channel_id for c in desc.channels} == before  # no channels of the new table's stream
+    assert desc.tunnel.expired is True
+    with pytest.raises(CallError) as err:
+        env.tunnel.connect(desc.tunnel.tunnel_id)
+    assert err.value.code == "OTSTunnelExpired"
