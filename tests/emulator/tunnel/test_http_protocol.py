@@ -17,7 +17,7 @@ from tunnel_emu_helpers import (
     Tunnel,
     decode_pk_col,
 )
-from tunnel_emu_http import Http
+from tunnel_emu_http import Http, tunnel_pb2
 
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
@@ -356,3 +356,17 @@ def test_restart_keeps_tunnels_channels_checkpoints_clients(tmp_path: Any) -> No
 
 def test_tunnel_api_is_typed_tunnel_wrapper(http: Http) -> None:
     assert isinstance(http.tunnel(), Tunnel)
+
+
+@pytest.mark.parametrize("op", ["create", "list", "describe", "delete", "connect", "heartbeat", "shutdown",
+                                "getcheckpoint", "readrecords", "checkpoint", "schedule"])
+def test_malformed_bodies_are_parameter_invalid(http: Http, op: str) -> None:
+    resp = http.post_raw(f"/tunnel/{op}", b"\x0a\xff\xff\xff\xff\x0f")  # truncated length-delimited field
+    assert resp.status_code == 400
+    err = tunnel_pb2.Error()
+    err.ParseFromString(resp.content)
+    assert err.code == "OTSParameterInvalid" and err.message
+    if op != "list":  # every other request has required fields: an empty body lacks them
+        resp = http.post_raw(f"/tunnel/{op}", b"")
+        err.ParseFromString(resp.content)
+        assert (resp.status_code, err.code) == (400, "OTSParameterInvalid")
