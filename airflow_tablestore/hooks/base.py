@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 from airflow.sdk import BaseHook
 
 from airflow_tablestore.client.errors import TablestoreClientError
+from airflow_tablestore.get_provider_info import get_provider_info
+from airflow_tablestore.version_compat import AIRFLOW_V_3_2_PLUS
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +155,17 @@ def parse_connection(
     )
 
 
+def ui_field_behaviour() -> dict[str, Any]:
+    """The ``get_ui_field_behaviour()`` form of the declarative ``ui-field-behaviour`` in provider info."""
+    (conn_type,) = (c for c in get_provider_info()["connection-types"] if c["connection-type"] == CONN_TYPE)
+    behaviour = conn_type["ui-field-behaviour"]
+    return {
+        "hidden_fields": list(behaviour["hidden-fields"]),
+        "relabeling": dict(behaviour["relabeling"]),
+        "placeholders": dict(behaviour["placeholders"]),
+    }
+
+
 class TablestoreBaseHook(BaseHook):
     """Reads a ``tablestore`` connection; subclasses turn it into a client.
 
@@ -218,6 +231,13 @@ class TablestoreBaseHook(BaseHook):
             self._register(parse_connection(conn, conn.extra_dejson, **self._overrides()))
         assert self._config is not None
         return self._config
+
+    if not AIRFLOW_V_3_2_PLUS:  # pragma: no cover - Airflow 3.1 builds the form from the hook
+
+        @classmethod
+        def get_ui_field_behaviour(cls) -> dict[str, Any]:
+            """Connection form behaviour for Airflow < 3.2 (same source as the declarative form)."""
+            return ui_field_behaviour()
 
     async def aget_config(self) -> TablestoreConnectionConfig:
         """Async :meth:`get_config` for triggers (uses ``aget_connection``; never blocks the event loop)."""

@@ -269,3 +269,25 @@ def test_expired_tunnel_raises_actionable_error() -> None:
 )
 def test_to_epoch_ns(value: Any, expected: int) -> None:
     assert to_epoch_ns(value) == expected
+
+
+# -- connection form for Airflow < 3.2 ---------------------------------------------------------------
+
+
+def test_legacy_ui_field_behaviour_matches_declarative_form() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    import jsonschema
+
+    from airflow_tablestore.hooks.base import ui_field_behaviour
+    from airflow_tablestore.version_compat import AIRFLOW_V_3_2_PLUS
+
+    behaviour = ui_field_behaviour()
+    spec = importlib.util.find_spec("airflow")
+    assert spec is not None and spec.origin is not None
+    schema = json.loads((Path(spec.origin).parent / "customized_form_field_behaviours.schema.json").read_text())
+    jsonschema.validate(behaviour, schema)
+    assert behaviour["relabeling"]["password"] == "AccessKey Secret"
+    # On Airflow >= 3.2 the hook must not define the deprecated method (it would warn at import).
+    assert ("get_ui_field_behaviour" not in TablestoreBaseHook.__dict__) == AIRFLOW_V_3_2_PLUS
