@@ -26,7 +26,8 @@ _SCHEMA = (
         partition_id TEXT NOT NULL, parent_ids TEXT NOT NULL, range_start BLOB, range_end BLOB,
         status TEXT NOT NULL, version INTEGER NOT NULL, owner TEXT, suspended INTEGER NOT NULL,
         ckpt_token TEXT NOT NULL, ckpt_seq INTEGER NOT NULL, ckpt_count INTEGER NOT NULL,
-        ckpt_rpo_ns INTEGER NOT NULL, PRIMARY KEY (tunnel_id, channel_id))""",
+        ckpt_rpo_ns INTEGER NOT NULL, final_count INTEGER, final_rpo_ns INTEGER,
+        PRIMARY KEY (tunnel_id, channel_id))""",
     """CREATE TABLE IF NOT EXISTS tunnel_clients (
         client_id TEXT PRIMARY KEY, tunnel_id TEXT NOT NULL, timeout_s INTEGER NOT NULL,
         last_seen_us INTEGER NOT NULL)""",
@@ -35,7 +36,8 @@ _SCHEMA = (
 _TUNNEL_COLS = ("tunnel_id, table_name, tunnel_name, tunnel_type, stage, create_time_ns, stream_id, "
                 "snapshot_id, start_seq, start_min_ts_us, start_ns, end_ns, stream_config, expired")
 _CHANNEL_COLS = ("tunnel_id, channel_id, kind, ordinal, partition_id, parent_ids, range_start, range_end, "
-                 "status, version, owner, suspended, ckpt_token, ckpt_seq, ckpt_count, ckpt_rpo_ns")
+                 "status, version, owner, suspended, ckpt_token, ckpt_seq, ckpt_count, ckpt_rpo_ns, final_count, "
+                 "final_rpo_ns")
 _CLIENT_COLS = "client_id, tunnel_id, timeout_s, last_seen_us"
 
 Statement = tuple[str, Sequence[Any]]
@@ -78,10 +80,10 @@ class TunnelRepository:
     @staticmethod
     def channel_stmt(tunnel_id: str, c: ChannelState) -> Statement:
         return (
-            f"INSERT OR REPLACE INTO tunnel_channels ({_CHANNEL_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO tunnel_channels ({_CHANNEL_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (tunnel_id, c.channel_id, c.kind, c.ordinal, c.partition_id, json.dumps(list(c.parent_ids)),
              c.range_start, c.range_end, c.status, c.version, c.owner, int(c.suspended), c.ckpt_token,
-             c.ckpt_seq, c.ckpt_count, c.ckpt_rpo_ns),
+             c.ckpt_seq, c.ckpt_count, c.ckpt_rpo_ns, c.final_count, c.final_rpo_ns),
         )
 
     @staticmethod
@@ -107,6 +109,13 @@ class TunnelRepository:
             "UPDATE tunnel_channels SET ckpt_token = ?, ckpt_seq = ?, ckpt_count = ?, ckpt_rpo_ns = ? "
             "WHERE tunnel_id = ? AND channel_id = ?",
             (c.ckpt_token, c.ckpt_seq, c.ckpt_count, c.ckpt_rpo_ns, tunnel_id, c.channel_id),
+        )])
+
+    def save_final(self, tunnel_id: str, c: ChannelState) -> None:
+        """What a later "finished" checkpoint of the channel stands for (row count, consume point)."""
+        self._run([(
+            "UPDATE tunnel_channels SET final_count = ?, final_rpo_ns = ? WHERE tunnel_id = ? AND channel_id = ?",
+            (c.final_count, c.final_rpo_ns, tunnel_id, c.channel_id),
         )])
 
     def touch_client(self, client_id: str, last_seen_us: int) -> None:
@@ -141,7 +150,7 @@ class TunnelRepository:
                 range_start=None if r[6] is None else bytes(r[6]),
                 range_end=None if r[7] is None else bytes(r[7]),
                 status=r[8], version=r[9], owner=r[10], suspended=bool(r[11]), ckpt_token=r[12],
-                ckpt_seq=r[13], ckpt_count=r[14], ckpt_rpo_ns=r[15],
+                ckpt_seq=r[13], ckpt_count=r[14], ckpt_rpo_ns=r[15], final_count=r[16], final_rpo_ns=r[17],
             )
         clients = {
             r[0]: ClientState(client_id=r[0], tunnel_id=r[1], timeout_s=r[2], last_seen_us=r[3])

@@ -514,8 +514,9 @@ class TunnelService:
         with self.lock:
             tunnel = self.tunnels.get(tunnel_id)
             ch = tunnel.channels.get(channel_id) if tunnel else None
-            if ch is not None:
+            if ch is not None and (ch.final_count, ch.final_rpo_ns) != (count, rpo_ns):
                 ch.final_count, ch.final_rpo_ns = count, rpo_ns
+                self.repo.save_final(tunnel_id, ch)
 
     def expire_tunnel(self, tunnel_id: str) -> None:
         with self.lock:

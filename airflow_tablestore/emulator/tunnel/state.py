@@ -42,7 +42,7 @@ class ChannelState:
     ckpt_seq: int = 0
     ckpt_count: int = 0
     ckpt_rpo_ns: int = 0
-    # Set (in memory) when a read returns "finished": the count/consume point the "finished" checkpoint means.
+    # Set when a read returns "finished": the count/consume point a "finished" checkpoint stands for.
     final_count: int | None = None
     final_rpo_ns: int | None = None
 

@@ -231,3 +231,19 @@ def test_recreated_table_does_not_leak_into_old_tunnel(env: Env) -> None:
     with pytest.raises(CallError) as err:
         env.tunnel.connect(desc.tunnel.tunnel_id)
     assert err.value.code == "OTSTunnelExpired"
+
+
+def test_finished_count_survives_restart_between_read_and_checkpoint(env: Env) -> None:
+    table = env.create_table()
+    for i in range(5):
+        put(env.store, table, i, "x")
+    tid = env.tunnel.create(table, "f", 1)
+    cid = env.tunnel.connect(tid)
+    (ch,) = env.tunnel.heartbeat(tid, cid)
+    token, _ = env.tunnel.get_checkpoint(tid, cid, ch)
+    resp = env.tunnel.read(tid, cid, ch, token)
+    assert resp.next_token == FINISHED and len(resp.records) == 5
+    env.restart()
+    env.tunnel.checkpoint(tid, cid, ch, FINISHED, 1)
+    (info,) = env.tunnel.describe(table, "f").channels
+    assert info.channel_count == 5
