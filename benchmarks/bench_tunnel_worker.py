@@ -1,0 +1,219 @@
+"""TunnelWorker framework overhead vs a bare ReadRecords + decode loop (baseline, same run), plus emulator
+ReadRecords throughput and a cProfile summary of the client side.
+
+Run: ``.venv/bin/python -m benchmarks.bench_tunnel_worker [--rows 200000] [--channel-rows 20000]``
+
+One emulator process; a table of ``rows`` rows (an int key and four small columns) read through BaseData
+tunnels (one fresh tunnel per measurement, ``rows / channel_rows`` channels). Timed:
+
+1. bare loop, sequential over channels: GetCheckpoint + ReadRecords/decode until "finished" (no checkpoints);
+2. bare loop with the same parallelism as the worker (one thread per channel);
+3. TunnelWorker with a no-op processor (one consumer per channel, read-ahead, checkpoints, heartbeats), from
+   start() to the last record processed (connect and first heartbeat included, shutdown not);
+4. the sequential bare loop again under cProfile, summarised as emulator wait (socket) vs HTTP/transport vs
+   protobuf parse vs PlainBuffer decode.
+
+Every drain is checked to deliver exactly ``rows`` records. Ratios are against the parallel bare loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from airflow_tablestore.client.model import (
+    ChannelStatus,
+    Column,
+    PrimaryKeyColumn,
+    PrimaryKeyType,
+    Record,
+    RowWrite,
+    TableSchema,
+    TunnelType,
+    WriteType,
+)
+from airflow_tablestore.client.table import TableClient
+from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
+from airflow_tablestore.client.worker import (
+    ChannelContext,
+    ChannelProcessor,
+    TunnelWorker,
+    TunnelWorkerConfig,
+)
+from airflow_tablestore.emulator.testing import EmulatorProcess
+
+TABLE = "bench_worker"
+
+
+def load(tables: TableClient, rows: int) -> None:
+    tables.create_table(TableSchema(TABLE, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),)))
+    writes = (
+        RowWrite(TABLE, WriteType.PUT, (("id", i),),
+                 (Column("name", f"user-{i}"), Column("score", i * 7), Column("ratio", i / 3.0),
+                  Column("active", i % 2 == 0)))
+        for i in range(rows)
+    )
+    tables.write_rows(writes)
+
+
+def bare_channels(tc: TunnelClient, tunnel_id: str) -> tuple[str, list[str]]:
+    client_id = tc.connect(tunnel_id, timeout_s=600, client_tag="bench")
+    channels = tc.heartbeat(tunnel_id, client_id, [])
+    return client_id, [c.channel_id for c in channels if c.status is ChannelStatus.OPEN]
+
+
+def drain_channel(tc: TunnelClient, tunnel_id: str, client_id: str, channel_id: str) -> tuple[int, int]:
+    token, _ = tc.get_checkpoint(tunnel_id, client_id, channel_id)
+    records = size = 0
+    while token != FINISHED:
+        result = tc.read_records(tunnel_id, client_id, channel_id, token)
+        records += len(result.records)
+        size += result.size_bytes
+        token = result.next_token
+    return records, size
+
+
+def bare_sequential(tc: TunnelClient, tunnel_id: str) -> tuple[int, int]:
+    client_id, channels = bare_channels(tc, tunnel_id)
+    totals = [drain_channel(tc, tunnel_id, client_id, cid) for cid in channels]
+    tc.shutdown(tunnel_id, client_id)
+    return sum(t[0] for t in totals), sum(t[1] for t in totals)
+
+
+def bare_parallel(tc: TunnelClient, tunnel_id: str) -> tuple[int, int]:
+    client_id, channels = bare_channels(tc, tunnel_id)
+    with ThreadPoolExecutor(max_workers=len(channels)) as pool:
+        totals = list(pool.map(lambda cid: drain_channel(tc, tunnel_id, client_id, cid), channels))
+    tc.shutdown(tunnel_id, client_id)
+    return sum(t[0] for t in totals), sum(t[1] for t in totals)
+
+
+class CountingProcessor(ChannelProcessor):
+    """No-op processor: counts records and signals when the expected total arrived."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.count = 0
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def process(self, records: list[Record], context: ChannelContext) -> None:
+        with self.lock:
+            self.count += len(records)
+            if self.count >= self.expected:
+                self.done.set()
+
+
+def run_worker(tc: TunnelClient, tunnel_id: str, rows: int) -> tuple[int, int]:
+    processor = CountingProcessor(rows)
+    config = TunnelWorkerConfig(heartbeat_interval_s=5, checkpoint_interval_s=10, client_tag="bench",
+                                progress_log_interval_s=3600)
+    worker = TunnelWorker(tc, tunnel_id, processor, config)
+    _STARTED.append(worker)
+    worker.start()
+    if not processor.done.wait(600):
+        raise RuntimeError(f"worker delivered only {processor.count} of {rows} records")
+    metrics = worker.metrics
+    return processor.count, metrics.bytes_read
+
+
+def stop_workers() -> None:
+    """Shut down (outside the timed section) every worker started by :func:`run_worker`."""
+    for worker in _STARTED:
+        worker.shutdown()
+    _STARTED.clear()
+
+
+_STARTED: list[TunnelWorker] = []
+
+
+def timed(label: str, fn: Callable[[], tuple[int, int]], rows: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    n, size = fn()
+    dt = time.perf_counter() - t0
+    if n != rows:
+        raise RuntimeError(f"{label}: {n} records, expected {rows}")
+    return {"label": label, "seconds": dt, "rps": n / dt, "mbps": size / dt / 1e6}
+
+
+_BUCKETS = (
+    ("emulator wait (socket recv)", ("socket.py", "_socket", "ssl.py", "{method 'recv", "{method 'readinto")),
+    ("PlainBuffer decode + Record build", ("plainbuffer.py", "records.py", "crc8.py")),
+    ("protobuf parse/serialize", ("FromString", "ParseFromString", "SerializeToString", "ByteSize",
+                                  "message.py", "protobuf")),
+    ("HTTP client (requests/urllib3/http.client) + transport + signing",
+     ("requests", "urllib3", "http/client", "transport.py", "auth.py", "hmac", "hashlib", "email")),
+)
+
+
+def profile_summary(tc: TunnelClient, tunnel_id: str) -> tuple[list[tuple[str, float]], list[str], float]:
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.runcall(bare_sequential, tc, tunnel_id)
+    wall = time.perf_counter() - t0
+    stats = pstats.Stats(prof)
+    totals = {name: 0.0 for name, _ in _BUCKETS}
+    totals["other"] = 0.0
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    for (filename, _line, func), (_cc, _nc, tottime, _ct, _callers) in raw.items():
+        where = f"{filename} {func}"
+        for name, needles in _BUCKETS:
+            if any(n in where for n in needles):
+                totals[name] += tottime
+                break
+        else:
+            totals["other"] += tottime
+    top = sorted(raw.items(), key=lambda kv: kv[1][2], reverse=True)[:10]
+    lines = [f"{v[2]:7.2f}s  {v[1]:>8} calls  {k[2]}  ({k[0].rsplit('/', 2)[-1]}:{k[1]})" for k, v in top]
+    return sorted(totals.items(), key=lambda kv: -kv[1]), lines, wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--channel-rows", type=int, default=20_000)
+    args = ap.parse_args()
+    extra = ["--base-channel-rows", str(args.channel_rows), "--log-level", "WARNING"]
+    with EmulatorProcess(extra_args=extra) as emu:
+        tables = TableClient(**emu.client_kwargs)
+        tc = TunnelClient(**emu.client_kwargs)
+        t0 = time.perf_counter()
+        load(tables, args.rows)
+        print(f"loaded {args.rows} rows in {time.perf_counter() - t0:.1f}s")
+        names = ["seq", "par", "worker", "profile"]
+        ids = {n: tc.create_tunnel(TABLE, n, TunnelType.BASE_DATA) for n in names}
+        channels = len(tc.describe_tunnel(TABLE, "seq").channels)
+        results = [
+            timed("bare ReadRecords+decode, sequential", lambda: bare_sequential(tc, ids["seq"]), args.rows),
+            timed(f"bare ReadRecords+decode, {channels} threads", lambda: bare_parallel(tc, ids["par"]),
+                  args.rows),
+            timed("TunnelWorker, no-op processor", lambda: run_worker(tc, ids["worker"], args.rows), args.rows),
+        ]
+        stop_workers()
+        buckets, top, wall = profile_summary(tc, ids["profile"])
+        tables.close()
+        tc.close()
+
+    baseline = results[1]["rps"]
+    print(f"\nrows={args.rows} channels={channels} (emulator --base-channel-rows {args.channel_rows})")
+    print(f"{'measurement':44} {'seconds':>8} {'records/s':>10} {'MB/s':>7} {'vs parallel bare':>17}")
+    for r in results:
+        print(f"{r['label']:44} {r['seconds']:8.2f} {r['rps']:10.0f} {r['mbps']:7.2f} {r['rps'] / baseline:16.2f}x")
+    overhead = 1 - results[2]["rps"] / baseline
+    print(f"\nframework overhead vs equal-parallelism bare loop: {overhead * 100:+.1f}% (target < 10%)")
+    print(f"\nclient-side profile of the sequential bare loop ({wall:.1f}s wall under cProfile, tottime):")
+    for name, secs in buckets:
+        print(f"  {name:66} {secs:7.2f}s")
+    print("top functions by own time:")
+    for line in top:
+        print("  " + line)
+
+
+if __name__ == "__main__":
+    main()
