@@ -197,27 +197,36 @@ def airflow_env(home: Path, emulator: Any, *, spark_master: str = "local[*]") ->
     return env
 
 
-def run_cmd(step: str, cmd: Sequence[str], env: dict[str, str], timeout: float) -> str:
-    """Run a command; raise :class:`DemoError` with the end of its output when it fails."""
+def run_cmd(step: str, cmd: Sequence[str], env: dict[str, str], timeout: float,
+            log_file: Path | None = None) -> str:
+    """Run a command (output also saved to ``log_file``); raise :class:`DemoError` with the end of its
+    output when it fails."""
     try:
-        proc = subprocess.run(list(cmd), env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+        proc = subprocess.run(list(cmd), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout, cwd=REPO)
+        output = proc.stdout
     except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or b"")
-        text = out.decode(errors="replace") if isinstance(out, bytes) else str(out)
-        raise DemoError(f"{step}: timed out after {timeout:.0f}s\n{text[-3000:]}") from None
-    output = proc.stdout + proc.stderr
+        out = exc.stdout or b""
+        output = out.decode(errors="replace") if isinstance(out, bytes) else str(out)
+        if log_file is not None:
+            log_file.write_text(output)
+        raise DemoError(f"{step}: timed out after {timeout:.0f}s\n{output[-3000:]}") from None
+    if log_file is not None:
+        log_file.write_text(output)
     if proc.returncode != 0:
-        raise DemoError(f"{step}: exit code {proc.returncode}\n{output[-6000:]}")
+        where = f" (full output: {log_file})" if log_file is not None else ""
+        raise DemoError(f"{step}: exit code {proc.returncode}{where}\n{output[-6000:]}")
     return output
 
 
-def dags_test(env: dict[str, str], logical_date: datetime, conf: dict[str, Any], timeout: float = 900) -> str:
+def dags_test(env: dict[str, str], logical_date: datetime, conf: dict[str, Any], timeout: float = 900,
+              log_file: Path | None = None) -> str:
     """``airflow dags test tablestore_replication <date> --conf ...``; fails unless the run succeeded."""
     output = run_cmd(
         f"airflow dags test (logical date {logical_date.isoformat()})",
         [sys.executable, "-m", "airflow", "dags", "test", "tablestore_replication", logical_date.isoformat(),
          "--conf", json.dumps(conf)],
-        env, timeout,
+        env, timeout, log_file,
     )
     return output  # `dags test` exits non-zero ("DagRun failed") when the run failed
 
@@ -225,12 +234,15 @@ def dags_test(env: dict[str, str], logical_date: datetime, conf: dict[str, Any],
 def consumer_summaries(output: str) -> list[dict[str, Any]]:
     """The ``CONSUMER_SUMMARY`` JSON lines the Spark consumer printed."""
     out = []
+    decoder = json.JSONDecoder()
     for line in output.splitlines():
         if "CONSUMER_SUMMARY " in line:
             try:
-                out.append(json.loads(line.split("CONSUMER_SUMMARY ", 1)[1].strip()))
+                value, _ = decoder.raw_decode(line.split("CONSUMER_SUMMARY ", 1)[1].strip())
             except ValueError:
                 continue
+            if isinstance(value, dict):
+                out.append(value)
     return out
 
 
@@ -299,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         step = "first interval (full + incremental phase)"
         t1 = time.monotonic()
         first = datetime.now(UTC).replace(microsecond=0)
-        out1 = dags_test(env, first, conf)
+        out1 = dags_test(env, first, conf, log_file=workdir / "interval1.log")
         d1 = time.monotonic() - t1
         s1 = consumer_summaries(out1)
         print(f"[demo] interval 1 done in {d1:.1f}s: {_fmt(s1)}", flush=True)
@@ -312,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         step = "second interval (incremental phase)"
         t2 = time.monotonic()
         second = datetime.now(UTC).replace(microsecond=0)
-        out2 = dags_test(env, second, conf)
+        out2 = dags_test(env, second, conf, log_file=workdir / "interval2.log")
         d2 = time.monotonic() - t2
         s2 = consumer_summaries(out2)
         print(f"[demo] interval 2 done in {d2:.1f}s: {_fmt(s2)}", flush=True)

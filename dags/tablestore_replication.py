@@ -134,6 +134,7 @@ with DAG(
         task_id="create_tunnel",
         table_name="{{ params.source_table }}",
         tunnel_name="{{ params.tunnel_name }}",
+        tunnel_type="BaseAndStream",
         tablestore_conn_id="{{ params.tablestore_conn_id }}",
         trigger_rule="none_failed_min_one_success",
     )
