@@ -9,11 +9,13 @@ import base64
 import datetime as dt
 import hashlib
 import hmac
+import uuid
 from typing import Any
 
 import requests
 from google.protobuf.message import Message
 
+from airflow_tablestore.emulator import codec
 from airflow_tablestore.protocol import ots_filter_pb2, ots_table_pb2
 
 pb: Any = ots_table_pb2
@@ -85,3 +87,108 @@ class Wire:
         verify_response(self.secret, uri, resp, self.akid)
         cls = response_cls or getattr(pb, api + "Response")
         return cls.FromString(resp.content)
+
+
+# ---- helpers ----------------------------------------------------------------------------------------
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def create_table(wire: Wire, name: str, pk: list[tuple[str, int]] | None = None, *, ttl: int = -1,
+                 max_versions: int = 1, stream_hours: int | None = None, deviation: int | None = None,
+                 auto_increment: str | None = None) -> str:
+    req = pb.CreateTableRequest()
+    req.table_meta.table_name = name
+    for col, t in pk or [("pk", 1)]:
+        p = req.table_meta.primary_key.add(name=col, type=t)
+        if col == auto_increment:
+            p.option = pb.AUTO_INCREMENT
+    req.reserved_throughput.capacity_unit.read = 0
+    req.reserved_throughput.capacity_unit.write = 0
+    req.table_options.time_to_live = ttl
+    req.table_options.max_versions = max_versions
+    if deviation is not None:
+        req.table_options.deviation_cell_version_in_sec = deviation
+    if stream_hours is not None:
+        req.stream_spec.enable_stream = True
+        req.stream_spec.expiration_time = stream_hours
+    wire.call("CreateTable", req)
+    return name
+
+
+def put(wire: Wire, table: str, pk: list[tuple[str, Any]], cols: dict[str, Any] | list[Any], *,
+        existence: int = 0, condition: bytes | None = None, return_pk: bool = False) -> Any:
+    cells = [(n, v, None, None) for n, v in cols.items()] if isinstance(cols, dict) else cols
+    req = pb.PutRowRequest(table_name=table, row=codec.encode_row(pk, cells))
+    req.condition.row_existence = existence
+    if condition is not None:
+        req.condition.column_condition = condition
+    if return_pk:
+        req.return_content.return_type = pb.RT_PK
+    return wire.call("PutRow", req)
+
+
+def update(wire: Wire, table: str, pk: list[tuple[str, Any]], cells: list[Any], *, existence: int = 0,
+           condition: bytes | None = None) -> Any:
+    req = pb.UpdateRowRequest(table_name=table, row_change=codec.encode_row(pk, cells))
+    req.condition.row_existence = existence
+    if condition is not None:
+        req.condition.column_condition = condition
+    return wire.call("UpdateRow", req)
+
+
+def delete(wire: Wire, table: str, pk: list[tuple[str, Any]], *, existence: int = 0) -> Any:
+    req = pb.DeleteRowRequest(table_name=table, primary_key=codec.encode_row(pk, [], delete_marker=True))
+    req.condition.row_existence = existence
+    return wire.call("DeleteRow", req)
+
+
+def get(wire: Wire, table: str, pk: list[tuple[str, Any]], **kwargs: Any) -> codec.PBRow | None:
+    kwargs.setdefault("max_versions", 1)
+    time_range = kwargs.pop("time_range", None)
+    req = pb.GetRowRequest(table_name=table, primary_key=codec.encode_pk(pk), **kwargs)
+    if time_range is not None:
+        req.time_range.start_time, req.time_range.end_time = time_range
+    resp = wire.call("GetRow", req)
+    return codec.decode_row(resp.row) if resp.row else None
+
+
+def get_range(wire: Wire, table: str, start: list[tuple[str, Any]], end: list[tuple[str, Any]], *,
+              backward: bool = False, **kwargs: Any) -> tuple[list[codec.PBRow], codec.PBRow | None]:
+    kwargs.setdefault("max_versions", 1)
+    req = pb.GetRangeRequest(table_name=table, direction=1 if backward else 0,
+                             inclusive_start_primary_key=codec.encode_pk(start),
+                             exclusive_end_primary_key=codec.encode_pk(end), **kwargs)
+    resp = wire.call("GetRange", req)
+    rows = codec.decode_rows(resp.rows) if resp.rows else []
+    nxt = codec.decode_row(resp.next_start_primary_key) if resp.HasField("next_start_primary_key") else None
+    return rows, nxt
+
+
+def scan_all(wire: Wire, table: str, start: list[tuple[str, Any]], end: list[tuple[str, Any]],
+             **kwargs: Any) -> tuple[list[codec.PBRow], int]:
+    """Follow next_start_primary_key to the end; returns all rows and the number of pages."""
+    rows: list[codec.PBRow] = []
+    pages = 0
+    cursor: list[tuple[str, Any]] | None = start
+    while cursor is not None:
+        page, nxt = get_range(wire, table, cursor, end, **kwargs)
+        rows += page
+        pages += 1
+        cursor = nxt.pk if nxt else None
+    return rows, pages
+
+
+def single_filter(column: str, comparator: int, value: Any, *, pass_if_missing: bool = True,
+                  latest_only: bool = True) -> bytes:
+    s = fpb.SingleColumnValueFilter(comparator=comparator, column_name=column,
+                                    column_value=codec.value_payload(value),
+                                    filter_if_missing=not pass_if_missing, latest_version_only=latest_only)
+    return fpb.Filter(type=fpb.FT_SINGLE_COLUMN_VALUE, filter=s.SerializeToString()).SerializeToString()
+
+
+def composite(op: int, *subs: bytes) -> bytes:
+    c = fpb.CompositeColumnValueFilter(combinator=op)
+    for s in subs:
+        c.sub_filters.add().CopyFrom(fpb.Filter.FromString(s))
+    return fpb.Filter(type=fpb.FT_COMPOSITE_COLUMN_VALUE, filter=c.SerializeToString()).SerializeToString()
