@@ -6,7 +6,19 @@ import time
 from typing import Any
 
 import pytest
-from emu_wire import Wire, WireError, composite, create_table, delete, get, pb, put, single_filter, unique, update
+from emu_wire import (
+    Wire,
+    WireError,
+    composite,
+    create_table,
+    delete,
+    get,
+    pb,
+    put,
+    single_filter,
+    unique,
+    update,
+)
 
 from airflow_tablestore.emulator import codec
 from airflow_tablestore.emulator.testing import EmulatorProcess
