@@ -102,10 +102,15 @@ def load_rows(client: Any, table: str, n: int, seed: int = 7, chunk: int = 5000)
     return written
 
 
-def change_writes(table: str, n_existing: int, n_changes: int, seed: int = 11, offset: int = 0) -> list[RowWrite]:
-    """Puts of new rows, updates (new versions, delete one version, delete all versions) and deletes."""
+def change_writes(table: str, n_existing: int, n_changes: int, seed: int = 11, offset: int = 0,
+                  gone: set[int] | None = None) -> list[RowWrite]:
+    """Puts of new rows, updates (new versions, delete one version, delete all versions) and deletes.
+
+    Different ``offset`` values give disjoint new rows. Deleted rows are never touched again (pass the same
+    ``gone`` set to successive calls), so every write is a real change with exactly one stream record."""
     rng = random.Random(seed + offset)
     writes: list[RowWrite] = []
+    gone = set() if gone is None else gone
     ts = BASE_TS + 10_000_000 + offset * 100_000
     for k in range(n_changes):
         kind = k % 5
@@ -115,6 +120,10 @@ def change_writes(table: str, n_existing: int, n_changes: int, seed: int = 11, o
             writes.append(RowWrite(table, WriteType.PUT, pk_of(i), row_columns(i, rng)))
             continue
         i = rng.randrange(n_existing)
+        while i in gone:
+            i = rng.randrange(n_existing)
+        if kind == 4:
+            gone.add(i)
         cols: tuple[Column, ...]
         if kind == 1:  # new versions of existing columns (multi-version cells)
             cols = (Column("score", rng.random(), ts), Column("name", f"renamed-{k}", ts),
@@ -131,9 +140,15 @@ def change_writes(table: str, n_existing: int, n_changes: int, seed: int = 11, o
 
 
 def write_changes(client: Any, table: str, n_existing: int, n_changes: int, seed: int = 11,
-                  offset: int = 0) -> int:
-    """Apply :func:`change_writes` one row per batch entry, in order (a row may change several times)."""
-    writes = change_writes(table, n_existing, n_changes, seed, offset)
+                  offset: int = 0, gone: set[int] | None = None) -> list[RowWrite]:
+    """Apply :func:`change_writes` in order (a batch never holds a row twice); returns the writes."""
+    writes = change_writes(table, n_existing, n_changes, seed, offset, gone)
+    apply_writes(client, writes)
+    return writes
+
+
+def apply_writes(client: Any, writes: Sequence[RowWrite]) -> None:
+    """Write in order, splitting batches so that a row appears at most once per batch."""
     batch: list[RowWrite] = []
     keys: set[PrimaryKey] = set()
     for write in writes:
@@ -144,7 +159,6 @@ def write_changes(client: Any, table: str, n_existing: int, n_changes: int, seed
         keys.add(write.primary_key)
     if batch:
         client.write_rows(batch)
-    return len(writes)
 
 
 def snapshot(client: Any, table: str) -> Snapshot:
@@ -317,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[demo] interval 1 done in {d1:.1f}s: {_fmt(s1)}", flush=True)
 
         step = "writing changes"
-        changes = write_changes(client, source, args.rows, args.changes)
+        changes = len(write_changes(client, source, args.rows, args.changes))
         print(f"[demo] wrote {changes} changes (puts, updates, version deletes, row deletes)", flush=True)
         time.sleep(1.0)
 

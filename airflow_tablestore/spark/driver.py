@@ -71,8 +71,17 @@ def _fmt_ns(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
 
 
+def spark_round(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+    """Run a round as one Spark job: one ``mapInArrow`` task per channel; returns the control rows."""
+    n = len(plan.tasks)
+    frame = spark.range(0, n, 1, numPartitions=n).mapInArrow(round_function(plan), CONTROL_DDL)
+    return [row.asDict() for row in frame.collect()]
+
+
 class ConsumerJob:
-    """One run of one phase. ``spark_factory`` is called only when there is work to do."""
+    """One run of one phase. ``spark_factory`` is called only when there is work to do; ``runner`` executes
+    a round (default :func:`spark_round`; :func:`~airflow_tablestore.spark.reader.run_round_locally`-based
+    runners run without Spark)."""
 
     def __init__(
         self,
@@ -80,7 +89,9 @@ class ConsumerJob:
         settings: TablestoreSettings,
         sink: Sink,
         spark_factory: Callable[[], Any],
+        runner: Callable[[Any, RoundPlan], list[dict[str, Any]]] = spark_round,
     ) -> None:
+        self.runner = runner
         self.options = options
         self.settings = settings
         self.sink = sink
@@ -203,7 +214,7 @@ class ConsumerJob:
         session.begin_round(channels)
         t1 = time.monotonic()
         try:
-            rows = self._run_spark(spark, plan)
+            rows = self.runner(spark, plan)
         finally:
             session.end_round()
         t2 = time.monotonic()
@@ -241,11 +252,6 @@ class ConsumerJob:
                  number, o.phase, len(rows), records, finished, wall, records / wall if wall > 0 else 0.0,
                  s.records, extra)
         return records
-
-    def _run_spark(self, spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
-        n = len(plan.tasks)
-        frame = spark.range(0, n, 1, numPartitions=n).mapInArrow(round_function(plan), CONTROL_DDL)
-        return [row.asDict() for row in frame.collect()]
 
     def close(self) -> None:
         with contextlib.suppress(TablestoreError):

@@ -124,7 +124,9 @@ def parse_args(argv: Sequence[str] | None = None) -> JobOptions:
     parser = build_parser()
     try:
         ns = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed the usage and error
+    except SystemExit as exc:  # argparse already printed the usage and error (or the --help text)
+        if exc.code == 0:
+            raise
         raise OptionsError("invalid command-line arguments (see usage above)") from exc
     cutoff = parse_cutoff(ns.cutoff) if ns.cutoff else None
     if ns.phase == "incremental" and cutoff is None:
