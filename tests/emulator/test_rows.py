@@ -144,7 +144,7 @@ def test_columns_to_get_and_filters_on_read(wire: Wire, table: str) -> None:
 
 def test_pk_validation(wire: Wire) -> None:
     table = create_table(wire, unique("pkv"), [("a", 2), ("b", 1)])
-    cases = [
+    cases: list[tuple[list[tuple[str, Any]], str, str]] = [
         ([("a", "x")], "OTSInvalidPK", "Validate PK size fail. Input: 1, Meta: 2."),
         ([("b", 1), ("a", "x")], "OTSInvalidPK", "Validate PK name fail. Input: b, Meta: a."),
         ([("a", 1), ("b", 1)], "OTSInvalidPK", "Validate PK type fail. Input: INTEGER, Meta: STRING."),
@@ -196,11 +196,12 @@ def test_time_deviation_check_rejects_whole_write(wire: Wire) -> None:
 
 def test_auto_increment_pk(wire: Wire) -> None:
     table = create_table(wire, unique("auto"), [("part", 2), ("id", 1)], auto_increment="id")
-    ids = []
+    ids: list[int] = []
     for _ in range(3):
         resp = put(wire, table, [("part", "p"), ("id", codec.AUTO_INCREMENT)], {"v": 1}, return_pk=True)
         row = codec.decode_row(resp.row)
         assert row.pk[0] == ("part", "p")
+        assert isinstance(row.pk[1][1], int)
         ids.append(row.pk[1][1])
     assert ids == sorted(ids) and len(set(ids)) == 3
     assert get(wire, table, [("part", "p"), ("id", ids[1])]) is not None
