@@ -11,7 +11,8 @@ from typing import Any
 
 from airflow_tablestore.emulator.errors import parameter_invalid
 from airflow_tablestore.emulator.tunnel import tokens
-from airflow_tablestore.emulator.tunnel.service import ReadGrant, TunnelService, tunnel_expired
+from airflow_tablestore.emulator.tunnel.errors import tunnel_expired
+from airflow_tablestore.emulator.tunnel.service import ReadGrant, TunnelService
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
 tunnel_pb2: Any = _tunnel_pb2  # generated module without stubs

@@ -8,7 +8,6 @@ restart safe). The data path (ReadRecords) is in :mod:`.reader`.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import uuid
 from collections.abc import Iterable, Sequence
@@ -19,6 +18,13 @@ from airflow_tablestore.emulator.clock import Clock
 from airflow_tablestore.emulator.config import EmulatorConfig
 from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid
 from airflow_tablestore.emulator.tunnel import tokens
+from airflow_tablestore.emulator.tunnel.balancing import parents_done, rebalance
+from airflow_tablestore.emulator.tunnel.errors import (
+    resource_gone,
+    sequence_mismatch,
+    tunnel_expired,
+    tunnel_not_exist,
+)
 from airflow_tablestore.emulator.tunnel.persistence import TunnelRepository
 from airflow_tablestore.emulator.tunnel.state import (
     BASE_AND_STREAM,
@@ -30,7 +36,6 @@ from airflow_tablestore.emulator.tunnel.state import (
     STAGE_STREAM,
     STREAM,
     TERMINATED,
-    WAIT,
     ChannelState,
     ClientState,
     TunnelState,
@@ -41,30 +46,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CLIENT_TIMEOUT_S = 300
 MAX_CLIENT_TIMEOUT_S = 7 * 24 * 3600
-
-
-def tunnel_not_exist() -> EmulatorError:
-    return parameter_invalid("tunnel not exist")
-
-
-def resource_gone(message: str) -> EmulatorError:
-    return EmulatorError("OTSResourceGone", message, 410)
-
-
-def tunnel_expired() -> EmulatorError:
-    return EmulatorError(
-        "OTSTunnelExpired",
-        "tunnel expired: its stream position is older than the retained stream log; delete and recreate it",
-        400,
-    )
-
-
-def sequence_mismatch(stored: int, got: int) -> EmulatorError:
-    return EmulatorError(
-        "OTSSequenceNumberNotMatch",
-        f"sequence number {got} is not greater than the stored {stored}; re-read GetCheckpoint",
-        400,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,7 +262,7 @@ class TunnelService:
         if tunnel.stage != STAGE_STREAM:
             return 0
         stream = [c for c in tunnel.channels.values() if c.is_stream]
-        live = [c.ckpt_rpo_ns for c in stream if c.status != TERMINATED and self._parents_done(tunnel, c)]
+        live = [c.ckpt_rpo_ns for c in stream if c.status != TERMINATED and parents_done(tunnel, c)]
         if live:
             return min(live)
         return max((c.ckpt_rpo_ns for c in stream), default=0)
@@ -337,51 +318,12 @@ class TunnelService:
             if self._check_expiry(tunnel):
                 self.repo.save(channels=[(tunnel_id, c) for c in changed.values()], clients=[client])
                 raise tunnel_expired()
-            for ch in self._rebalance(tunnel, client_id):
+            live = sum(1 for c in self.clients.values() if c.tunnel_id == tunnel.tunnel_id)
+            for ch in rebalance(tunnel, client_id, live):
                 changed[ch.channel_id] = ch
             self.repo.save(channels=[(tunnel_id, c) for c in changed.values()], clients=[client])
             return [c for c in tunnel.channels.values()
                     if c.owner == client_id and c.status in (OPEN, CLOSING)]
-
-    def _eligible(self, tunnel: TunnelState, ch: ChannelState, base_done: bool) -> bool:
-        if ch.status == TERMINATED or ch.suspended:
-            return False
-        if not ch.is_stream:
-            return True
-        return base_done and self._parents_done(tunnel, ch)
-
-    @staticmethod
-    def _parents_done(tunnel: TunnelState, ch: ChannelState) -> bool:
-        if not ch.parent_ids:
-            return True
-        by_partition = {c.partition_id: c for c in tunnel.channels.values() if c.is_stream}
-        return all(by_partition[p].status == TERMINATED for p in ch.parent_ids if p in by_partition)
-
-    def _rebalance(self, tunnel: TunnelState, client_id: str) -> list[ChannelState]:
-        """target = ceil(active / live clients): shed extras (OPEN → CLOSING) or take free channels (→ OPEN)."""
-        base_done = tunnel.base_done()
-        active = [c for c in tunnel.channels.values() if self._eligible(tunnel, c, base_done)]
-        live = sum(1 for c in self.clients.values() if c.tunnel_id == tunnel.tunnel_id)
-        if not active or live == 0:
-            return []
-        target = math.ceil(len(active) / live)
-        mine = [c for c in active if c.owner == client_id]
-        opened = [c for c in mine if c.status == OPEN]
-        changed: list[ChannelState] = []
-        if len(opened) > target:
-            for ch in opened[target:]:
-                ch.status, ch.version = CLOSING, ch.version + 1
-                changed.append(ch)
-            return changed
-        room = target - len(mine)
-        for ch in active:
-            if room <= 0:
-                break
-            if ch.owner is None and ch.status in (WAIT, CLOSE):
-                ch.status, ch.version, ch.owner = OPEN, ch.version + 1, client_id
-                changed.append(ch)
-                room -= 1
-        return changed
 
     # ================================================================ stages and partitions ====
     def _advance_stage(self, tunnel: TunnelState) -> None:
@@ -568,4 +510,4 @@ def _stream_id(info: Any, table: str) -> str:
     return str(sid) if sid else f"{table}_stream"
 
 
-__all__ = ["STREAM", "ReadGrant", "TunnelService", "ChannelView"]
+__all__ = ["ChannelView", "ReadGrant", "TunnelService"]
