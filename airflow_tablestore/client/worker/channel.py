@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from airflow_tablestore.client.errors import ResourceGoneError, TablestoreError
 from airflow_tablestore.client.model import ChannelStatus
@@ -89,6 +89,7 @@ class ChannelConsumer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._flush_on_close = True
+        self._processor_failed = False
         self._threads: list[threading.Thread] = []
         self.version_seen = channel.version
         self.reported: Channel | None = None
@@ -163,33 +164,26 @@ class ChannelConsumer:
 
     # -- consumer thread ----------------------------------------------------------------------------
     def _run(self) -> None:
-        batches: queue.Queue[ReadResult | BaseException] = queue.Queue(maxsize=self._config.read_ahead)
         last_token = self._start_token
         last_checkpoint = time.monotonic()
         try:
             if not self.finished:
-                reader = threading.Thread(target=self._read_loop, args=(batches,), daemon=True,
-                                          name=f"tunnel-reader-{self.channel_id}")
-                self._threads.append(reader)
-                reader.start()
-            while not self.finished and not self._stop.is_set():
-                try:
-                    item = batches.get(timeout=_POLL_S)
-                except queue.Empty:
-                    item = None
-                if isinstance(item, BaseException):
-                    raise item
-                if item is not None:
-                    if item.records:
-                        self._process(item, last_token)
-                    self._metrics.batch(self.channel_id, len(item.records), item.size_bytes,
-                                        self._position_us(item))
-                    last_token = item.next_token
-                if last_token == FINISHED:
-                    self._finish()
-                elif time.monotonic() - last_checkpoint >= self._config.checkpoint_interval_s:
-                    self._checkpoint(last_token)
-                    last_checkpoint = time.monotonic()
+                source = self._queued_batches() if self._config.read_ahead else self._read_batches()
+                for item in source:
+                    if item is not None:
+                        if item.records:
+                            self._process(item, last_token)
+                        self._metrics.batch(self.channel_id, len(item.records), item.size_bytes,
+                                            self._position_us(item))
+                        last_token = item.next_token
+                    if last_token == FINISHED:
+                        self._finish()
+                        break
+                    if self._stop.is_set():
+                        break
+                    if time.monotonic() - last_checkpoint >= self._config.checkpoint_interval_s:
+                        self._checkpoint(last_token)
+                        last_checkpoint = time.monotonic()
         except _Stop:
             pass
         except BaseException as exc:  # noqa: BLE001 - every failure closes the channel
@@ -203,6 +197,42 @@ class ChannelConsumer:
             self._retire_processor()
             self._on_closed()
 
+    def _queued_batches(self) -> Iterator[ReadResult | None]:
+        """Batches from the read-ahead thread; None when nothing arrived within a poll interval."""
+        batches: queue.Queue[ReadResult | BaseException] = queue.Queue(maxsize=self._config.read_ahead)
+        reader = threading.Thread(target=self._read_loop, args=(batches,), daemon=True,
+                                  name=f"tunnel-reader-{self.channel_id}")
+        self._threads.append(reader)
+        reader.start()
+        while True:
+            try:
+                item = batches.get(timeout=_POLL_S)
+            except queue.Empty:
+                yield None
+                continue
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def _read_batches(self) -> Iterator[ReadResult | None]:
+        """``read_ahead=0``: read in the consumer thread itself (no hand-off between threads)."""
+        ctx = self.context
+        token = self._start_token
+        empty_reads = 0
+        backoff = self._config.empty_read_backoff
+        while not self._stop.is_set():
+            result = self._client.read_records(ctx.tunnel_id, ctx.client_id, ctx.channel_id, token)
+            yield result
+            if result.next_token == FINISHED:
+                return
+            token = result.next_token
+            if self.is_stream and not enough_data(result):
+                if self._stop.wait(backoff.delay(empty_reads)):
+                    return
+                empty_reads += 1
+            else:
+                empty_reads = 0
+
     def _process(self, batch: ReadResult, start_token: str) -> None:
         assert self._processor is not None
         ctx = self.context._replace(start_token=start_token, next_token=batch.next_token)
@@ -213,6 +243,9 @@ class ChannelConsumer:
                     raise _Stop()
         try:
             self._processor.process(batch.records, ctx)
+        except BaseException:
+            self._processor_failed = True  # user code: never mistaken for a tunnel (fatal) error
+            raise
         finally:
             if sem is not None:
                 sem.release()
@@ -249,7 +282,7 @@ class ChannelConsumer:
     def _fail(self, exc: BaseException) -> None:
         self.error = exc
         self._metrics.add("channel_errors")
-        if isinstance(exc, TablestoreError):
+        if isinstance(exc, TablestoreError) and not self._processor_failed:
             log.warning("channel %s closed after an error: %s", self.channel_id, exc)
             self._on_fatal(exc)
         else:
@@ -276,23 +309,10 @@ class ChannelConsumer:
 
     # -- reader thread ------------------------------------------------------------------------------
     def _read_loop(self, out: queue.Queue[ReadResult | BaseException]) -> None:
-        ctx = self.context
-        token = self._start_token
-        empty_reads = 0
-        backoff = self._config.empty_read_backoff
         try:
-            while not self._stop.is_set():
-                result = self._client.read_records(ctx.tunnel_id, ctx.client_id, ctx.channel_id, token)
-                self._put(out, result)
-                if result.next_token == FINISHED:
-                    return
-                token = result.next_token
-                if self.is_stream and not enough_data(result):
-                    if self._stop.wait(backoff.delay(empty_reads)):
-                        return
-                    empty_reads += 1
-                else:
-                    empty_reads = 0
+            for result in self._read_batches():
+                if result is not None:
+                    self._put(out, result)
         except _Stop:
             return
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer thread

@@ -34,7 +34,8 @@ class TunnelWorkerConfig:
     * ``checkpoint_interval_s``: the latest processed token is checkpointed at most this often (and always on
       channel close and at "finished").
     * ``max_channel_parallel``: at most this many channels run ``process()`` at once (None = unlimited).
-    * ``read_ahead``: ReadRecords answers buffered per channel while the previous batch is processed.
+    * ``read_ahead``: ReadRecords answers buffered per channel by a reader thread while the previous batch is
+      processed; 0 reads in the consumer thread itself (no thread hand-off: best for very cheap processors).
     * ``empty_read_backoff``: sleep between stream reads that returned "not enough" data.
     * ``reconnect_backoff_s``: random sleep range before reconnecting after losing the session.
     * ``progress_log_interval_s``: period of the INFO progress line.
@@ -62,8 +63,8 @@ class TunnelWorkerConfig:
             raise ValueError("checkpoint_interval_s must be >= 0")
         if self.max_channel_parallel is not None and self.max_channel_parallel < 1:
             raise ValueError("max_channel_parallel must be None or >= 1")
-        if self.read_ahead < 1:
-            raise ValueError("read_ahead must be >= 1")
+        if self.read_ahead < 0:
+            raise ValueError("read_ahead must be >= 0")
         low, high = self.reconnect_backoff_s
         if low < 0 or high < low:
             raise ValueError("reconnect_backoff_s must be (low, high) with 0 <= low <= high")

@@ -67,12 +67,13 @@ class RecordingProcessor(ChannelProcessor):
         self.batches: list[tuple[str, list[Record]]] = []
         self.fail_when: Any = None  # callable(records, context) -> bool
         self.failures = 0
+        self.fail_with: Exception = RuntimeError("injected processor failure")
 
     def process(self, records: list[Record], context: ChannelContext) -> None:
         if self.fail_when is not None and self.fail_when(records, context):
             with self.lock:
                 self.failures += 1
-            raise RuntimeError("injected processor failure")
+            raise self.fail_with
         if self.table_client is not None and self.replica is not None:
             apply_records(self.table_client, self.replica, records)
         with self.lock:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from airflow_tablestore.client.errors import InvalidParameterError
 from airflow_tablestore.client.model import ChannelStatus, Column, Record, TunnelStage, TunnelType
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import TunnelClient
@@ -49,11 +50,14 @@ def test_processor_error_redelivers_after_last_checkpoint_in_order(
             return False
 
     processor.fail_when = fail_once
+    # A service error raised by user code (e.g. its sink) must not pass for a fatal tunnel error.
+    processor.fail_with = InvalidParameterError("OTSParameterInvalid", "the sink rejected a row")
     # Checkpoint rarely: only the flush on close and "finished" store progress.
     with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config(checkpoint_interval_s=3600)) as worker:
         wait_for(lambda: all(c.status is ChannelStatus.TERMINATED
                              for c in tunnel_client.describe_tunnel(table, "p").channels), "all base channels")
         errors = worker.metrics.channel_errors
+    assert worker.error is None
     assert processor.failures == 1 and errors == 1 and failed_batch
     by_channel: dict[str, list[int]] = {}
     for channel_id, batch in processor.batches:

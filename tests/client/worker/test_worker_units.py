@@ -39,7 +39,7 @@ def test_transition_bumps_version_by_one() -> None:
         {"heartbeat_interval_s": 1.0},
         {"heartbeat_interval_s": 30.0, "heartbeat_timeout_s": 30.0},
         {"max_channel_parallel": 0},
-        {"read_ahead": 0},
+        {"read_ahead": -1},
         {"checkpoint_interval_s": -1},
         {"reconnect_backoff_s": (2.0, 1.0)},
     ],
