@@ -108,6 +108,9 @@ class TablestoreTunnelConsumePointTrigger(BaseTrigger):
                                 "message": tunnel_problem_message(err, self.table_name, self.tunnel_name)})
         except TablestoreError as err:
             yield TriggerEvent({"status": "error", **self._base_event(), "code": err.code, "message": str(err)})
+        except Exception as err:  # noqa: BLE001 - e.g. an unknown connection id: end with an event, not a crash
+            yield TriggerEvent({"status": "error", **self._base_event(), "code": type(err).__name__,
+                                "message": f"{type(err).__name__}: {err}"})
         finally:
             hook.close()
 

@@ -104,3 +104,12 @@ def test_error_event_for_broken_connection(monkeypatch: pytest.MonkeyPatch) -> N
     event = _first_event(trigger)
     assert event["status"] == "error" and "instance_name" in event["message"]
     assert "broken-secret-1234" not in json.dumps(event)
+
+
+def test_error_event_for_unknown_connection_id() -> None:
+    trigger = TablestoreTunnelConsumePointTrigger(table_name="t", tunnel_name="tn", cutoff_ns=1,
+                                                  hook_params={"tablestore_conn_id": "no_such_conn_" + unique("c")},
+                                                  poll_interval=0.1, max_wait_seconds=5)
+    event = _first_event(trigger)
+    assert event["status"] == "error"
+    assert "no_such_conn_" in event["message"]
