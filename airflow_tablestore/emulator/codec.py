@@ -100,11 +100,25 @@ def _make_table() -> list[int]:
 CRC_TABLE = _make_table()
 
 
+CRC_TABLE2 = [CRC_TABLE[CRC_TABLE[i >> 8] ^ (i & 0xFF)] for i in range(65536)]
+"""Two bytes per step: ``CRC_TABLE2[(crc << 8) ^ word16_be] == T[T[crc ^ b0] ^ b1]``."""
+
+
 def crc8(crc: int, data: bytes) -> int:
-    """Fold ``data`` into ``crc`` (CRC-8, polynomial 0x07, init 0, MSB first)."""
-    t = CRC_TABLE
-    for b in data:
-        crc = t[crc ^ b]
+    """Fold ``data`` into ``crc`` (CRC-8, polynomial 0x07, init 0, MSB first); two bytes per step when long."""
+    n = len(data)
+    if n < 16:
+        t = CRC_TABLE
+        for b in data:
+            crc = t[crc ^ b]
+        return crc
+    start = 0
+    if n & 1:
+        crc = CRC_TABLE[crc ^ data[0]]
+        start = 1
+    t2 = CRC_TABLE2
+    for w in struct.unpack_from(f">{n >> 1}H", data, start):
+        crc = t2[(crc << 8) ^ w]
     return crc
 
 
