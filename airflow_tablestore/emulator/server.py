@@ -23,6 +23,7 @@ from airflow_tablestore.emulator.config import EmulatorConfig
 from airflow_tablestore.emulator.control import CONTROL_PREFIX, ControlApi, FaultRegistry
 from airflow_tablestore.emulator.errors import EmulatorError
 from airflow_tablestore.emulator.storage import Store
+from airflow_tablestore.emulator.stream_api import StreamApi
 from airflow_tablestore.emulator.table_api import TableApi
 from airflow_tablestore.protocol import ots_table_pb2 as _pb
 
@@ -64,6 +65,7 @@ class Emulator:
         self.faults = FaultRegistry()
         self.control = ControlApi(self.store, self.clock, self.faults, config)
         self.handlers: dict[str, Handler] = TableApi(self.store, self.clock, config).handlers()
+        self.handlers.update(StreamApi(self.store).handlers())
         self.handlers.update(load_tunnel_handlers(self.store, self.clock, config))
         self._ids = itertools.count(1)
         self._id_prefix = os.urandom(4).hex()

@@ -247,3 +247,41 @@ def test_snapshot_of_100k_rows_is_fast_enough(tmp_path: Path) -> None:
         print(f"snapshot of 100k rows took {elapsed:.2f}s")
     finally:
         store.close()
+
+
+def test_public_stream_api(emulator: EmulatorProcess, wire: Wire) -> None:
+    create_table(wire, "pub", stream_hours=24)
+    streams = wire.call("ListStream", pb.ListStreamRequest(table_name="pub")).streams
+    assert len(streams) == 1 and streams[0].table_name == "pub" and streams[0].creation_time > 0
+    sid = streams[0].stream_id
+    for i in range(30):
+        put(wire, "pub", [("pk", i)], {"v": i})
+    desc = wire.call("DescribeStream", pb.DescribeStreamRequest(stream_id=sid, shard_limit=1))
+    assert desc.stream_status == pb.STREAM_ACTIVE and len(desc.shards) == 1 and desc.HasField("next_shard_id")
+    desc = wire.call("DescribeStream", pb.DescribeStreamRequest(stream_id=sid))
+    assert len(desc.shards) == 2 and not desc.HasField("next_shard_id")
+    got: list[int] = []
+    for shard in desc.shards:
+        it = wire.call("GetShardIterator", pb.GetShardIteratorRequest(stream_id=sid, shard_id=shard.shard_id))
+        iterator = it.shard_iterator
+        while True:
+            resp = wire.call("GetStreamRecord", pb.GetStreamRecordRequest(shard_iterator=iterator, limit=7))
+            for rec in resp.stream_records:
+                row = codec.decode_row(rec.record)
+                assert rec.action_type == pb.PUT_ROW
+                pk_value = row.pk[0][1]
+                assert isinstance(pk_value, int)
+                got.append(pk_value)
+            assert resp.HasField("next_shard_iterator")  # open shard: always present
+            if not resp.stream_records:
+                break
+            iterator = resp.next_shard_iterator
+    assert sorted(got) == list(range(30))
+    # a split closes the shard: after reading it fully, no next iterator
+    parent = desc.shards[0].shard_id
+    emulator.control.split_partition("pub", parent)
+    desc = wire.call("DescribeStream", pb.DescribeStreamRequest(stream_id=sid))
+    assert sum(1 for s in desc.shards if s.parent_id == parent) == 2
+    iterator = wire.call("GetShardIterator", pb.GetShardIteratorRequest(stream_id=sid, shard_id=parent)).shard_iterator
+    resp = wire.call("GetStreamRecord", pb.GetStreamRecordRequest(shard_iterator=iterator, limit=1000))
+    assert resp.stream_records and not resp.HasField("next_shard_iterator")
