@@ -513,6 +513,9 @@ class TableClient:
     ) -> int:
         """Write any number of rows in legal batches (≤200 rows, ≤4 MB); return how many were written.
 
+        Writes are applied in iteration order per row: a row appearing again starts a new batch, so a
+        retried write can never overtake a later write of the same row.
+
         Rows failing with a retryable per-row error are retried (up to ``max_attempts`` tries each, with
         backoff). If any row still fails, or a whole batch request fails, raises :class:`BatchWriteError`
         whose ``failures`` lists every failed :class:`RowWriteResult` (a failed request marks all of its
@@ -523,6 +526,7 @@ class TableClient:
         written = 0
         failures: list[RowWriteResult] = []
         batch: list[tuple[int, RowWrite, bytes]] = []
+        batch_keys: set[tuple[str, PrimaryKey]] = set()
         batch_bytes = 0
         seen = 0
         iterator = iter(writes)
@@ -535,10 +539,17 @@ class TableClient:
                 except TablestoreClientError as exc:  # invalid input: report the row, keep going
                     failures.append(RowWriteResult(write, index, False, error=exc))
                     continue
-                if batch and (len(batch) >= max_batch_rows or batch_bytes + len(row_change) > max_batch_bytes):
+                key = (write.table, normalize_primary_key(write.primary_key))
+                if batch and (
+                    len(batch) >= max_batch_rows
+                    or batch_bytes + len(row_change) > max_batch_bytes
+                    or key in batch_keys  # a row at most once per batch: retries cannot reorder its writes
+                ):
                     written += self._write_batch_with_retries(batch, max_attempts, failures)
                     batch, batch_bytes = [], 0
+                    batch_keys.clear()
                 batch.append((index, write, row_change))
+                batch_keys.add(key)
                 batch_bytes += len(row_change)
             if batch:
                 written += self._write_batch_with_retries(batch, max_attempts, failures)

@@ -580,3 +580,30 @@ def test_request_bodies_byte_identical_to_official_sdk(scripted: Any, tmp_path: 
     for (sdk_path, sdk_body), (our_path, our_body) in zip(sdk, ours, strict=True):
         assert our_path == sdk_path
         assert our_body.hex() == sdk_body.hex(), sdk_path
+
+
+def test_write_rows_keeps_order_of_writes_to_the_same_row(table_client: TableClient, unique_name: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _create(table_client, unique_name)
+    sizes: list[int] = []
+    original = table_client.transport.call_detailed
+
+    def counting(path: str, request: Any, response_cls: Any, *, idempotent: bool) -> Any:
+        sizes.append(sum(len(t.rows) for t in request.tables))
+        return original(path, request, response_cls, idempotent=idempotent)
+
+    monkeypatch.setattr(table_client.transport, "call_detailed", counting)
+    key1, key2 = (("region", "r"), ("id", 1)), (("region", "r"), ("id", 2))
+    writes = [
+        RowWrite(table, WriteType.PUT, key1, (Column("v", "first"),)),
+        RowWrite(table, WriteType.PUT, key2, (Column("v", "other"),)),
+        RowWrite(table, WriteType.UPDATE, key1, (Column("v", "second"),)),
+        RowWrite(table, WriteType.DELETE, key2),
+        RowWrite(table, WriteType.PUT, key2, (Column("v", "back"),)),
+    ]
+    assert table_client.write_rows(writes) == 5
+    assert sizes == [2, 2, 1]
+    monkeypatch.undo()
+    first, second = table_client.get_row(table, key1), table_client.get_row(table, key2)
+    assert first is not None and first.get("v") == "second"
+    assert second is not None and second.get("v") == "back"
