@@ -607,3 +607,29 @@ def test_write_rows_keeps_order_of_writes_to_the_same_row(table_client: TableCli
     first, second = table_client.get_row(table, key1), table_client.get_row(table, key2)
     assert first is not None and first.get("v") == "second"
     assert second is not None and second.get("v") == "back"
+
+
+def test_one_client_shared_by_threads(table_client: TableClient, unique_name: str) -> None:
+    import threading
+
+    table = _create(table_client, unique_name)
+    errors: list[BaseException] = []
+
+    def worker(thread_id: int) -> None:
+        try:
+            for i in range(25):
+                key = [("region", f"t{thread_id}"), ("id", i)]
+                table_client.put_row(table, key, {"v": thread_id * 1000 + i})
+                row = table_client.get_row(table, key)
+                assert row is not None and row.get("v") == thread_id * 1000 + i
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    everything = [("region", INF_MIN), ("id", INF_MIN)], [("region", INF_MAX), ("id", INF_MAX)]
+    assert len(list(table_client.iter_range(table, *everything))) == 100
