@@ -54,6 +54,20 @@ def test_providers_list_shows_the_package_with_its_version(airflow_env: dict[str
     assert airflow_tablestore.__version__ in lines[0]
 
 
+@pytest.mark.slow
+def test_connections_test_uses_the_hook(airflow_env: dict[str, str], emulator: Any) -> None:
+    env = dict(airflow_env, AIRFLOW__CORE__TEST_CONNECTION="Enabled")
+    ok = _run(env, "connections", "test", "tablestore_default")
+    assert ok.returncode == 0 and "Connection success!" in ok.stdout, ok.stdout[-2000:] + ok.stderr[-2000:]
+
+    bad = json.loads(emulator.airflow_connection_json())
+    bad["password"] = "cli-wrong-secret-0987"
+    env["AIRFLOW_CONN_TABLESTORE_BAD"] = json.dumps(bad)
+    failed = _run(env, "connections", "test", "tablestore_bad")
+    assert "Connection success!" not in failed.stdout
+    assert "OTSAuthFailed" in failed.stdout + failed.stderr
+
+
 class _Output:
     """Collects a subprocess's merged output in a background thread."""
 
