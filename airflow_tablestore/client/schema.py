@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_tablestore.client.errors import PlainBufferError, TablestoreClientError
@@ -53,6 +54,26 @@ def options_to_pb(options: TableOptions) -> Any:
         deviation_cell_version_in_sec=options.max_time_deviation,
         allow_update=options.allow_update,
     )
+
+
+_OPTION_FIELDS = {
+    "time_to_live": "time_to_live",
+    "max_versions": "max_versions",
+    "max_time_deviation": "deviation_cell_version_in_sec",
+    "allow_update": "allow_update",
+}
+
+
+def partial_options_to_pb(changes: Mapping[str, Any]) -> Any:
+    """``TableOptions`` carrying only the fields in ``changes`` (UpdateTable merges them server-side)."""
+    unknown = sorted(set(changes) - set(_OPTION_FIELDS))
+    if unknown:
+        raise TablestoreClientError(
+            f"unknown table option(s) {', '.join(unknown)}; valid: {', '.join(sorted(_OPTION_FIELDS))}"
+        )
+    if not changes:
+        raise TablestoreClientError("no table option to change")
+    return table_pb2.TableOptions(**{_OPTION_FIELDS[name]: value for name, value in changes.items()})
 
 
 def options_from_pb(message: Any) -> TableOptions:

@@ -50,6 +50,7 @@ from airflow_tablestore.client.schema import (
     description_from_pb,
     options_from_pb,
     options_to_pb,
+    partial_options_to_pb,
     reserved_throughput_to_pb,
     stream_details_from_pb,
     stream_spec_to_pb,
@@ -293,16 +294,22 @@ class TableClient:
         self,
         name: str,
         *,
-        options: TableOptions | None = None,
+        options: TableOptions | Mapping[str, Any] | None = None,
         reserved_throughput: ReservedThroughput | None = None,
         stream: StreamSpec | None = None,
     ) -> UpdateTableResult:
-        """Change options, reserved throughput and/or the stream; returns the resulting settings."""
+        """Change options, reserved throughput and/or the stream; returns the resulting settings.
+
+        ``options`` as a :class:`TableOptions` sets all four options; as a mapping such as
+        ``{"max_versions": 5}`` it changes only the named ones.
+        """
         if options is None and reserved_throughput is None and stream is None:
             raise TablestoreClientError("update_table needs options, reserved_throughput or stream")
         request = table_pb2.UpdateTableRequest(table_name=_table_name(name))
-        if options is not None:
+        if isinstance(options, TableOptions):
             request.table_options.CopyFrom(options_to_pb(options))
+        elif options is not None:
+            request.table_options.CopyFrom(partial_options_to_pb(options))
         if reserved_throughput is not None:
             request.reserved_throughput.CopyFrom(reserved_throughput_to_pb(reserved_throughput))
         if stream is not None:

@@ -123,6 +123,11 @@ def test_table_lifecycle(table_client: TableClient, unique_name: str) -> None:
     again = table_client.describe_table(unique_name)
     assert again.schema.options.max_versions == 5 and not again.stream.enabled
 
+    partial = table_client.update_table(unique_name, options={"max_time_deviation": 3600})
+    assert partial.options == TableOptions(time_to_live=86400 * 2, max_versions=5, max_time_deviation=3600)
+    with pytest.raises(TablestoreClientError, match="unknown table option"):
+        table_client.update_table(unique_name, options={"max_version": 2})
+
     table_client.delete_table(unique_name)
     assert unique_name not in table_client.list_tables()
 
