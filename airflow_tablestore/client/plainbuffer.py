@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import gc
 import struct
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from airflow_tablestore.client.crc8 import CRC8_TABLE, crc8, zero_table
@@ -229,26 +229,37 @@ def decode_record_list(records: Iterable[bytes | bytearray | memoryview]) -> lis
     Decoding allocates only acyclic tuples, so pausing the collector for the batch is safe and roughly halves
     the cost of large batches.
     """
-    with gc_paused():
+    if not gc.isenabled():
         return [decode_record(record) for record in records]
+    gc.disable()
+    try:
+        return [decode_record(record) for record in records]
+    finally:
+        gc.enable()
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
+class _GcPause:
+    """Context manager behind :func:`gc_paused` (a class: a generator-based one measurably slows the block)."""
+
+    __slots__ = ("_was_enabled",)
+
+    def __enter__(self) -> None:
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._was_enabled:
+            gc.enable()
+
+
+def gc_paused() -> AbstractContextManager[None]:
     """Pause Python's cyclic garbage collector for a block that allocates many acyclic objects.
 
     Decoding a large batch creates hundreds of thousands of tuples; each allocation burst otherwise triggers
-    collections that rescan every live object. Use it around a loop that decodes many records. Reentrant and
-    a no-op when the collector is already disabled.
+    collections that rescan every live object. Use it around a loop that decodes many records. Nestable; the
+    collector's previous state is restored on exit, also after an exception.
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+    return _GcPause()
 
 
 def _decode_body(data: bytes) -> list[Row]:  # noqa: C901 - one flat loop on purpose (hot path)

@@ -226,6 +226,11 @@ def test_decode_record_list_and_gc_pause() -> None:
     big = [Row((("pk", i),), (Column("c", "x" * 100, TS),)) for i in range(500)]
     assert decode_rows(encode_rows(big)) == big  # large buffer: decoded with the GC paused
     assert gc.isenabled()
+    with gc_paused():
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner block does not re-enable what the outer one paused
+    assert gc.isenabled()
     gc.disable()
     try:
         with gc_paused():
