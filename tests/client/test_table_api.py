@@ -433,9 +433,16 @@ def test_response_signatures_of_the_emulator_verify(table_emulator: Any, unique_
     transport.close()
 
 
-def test_v4_signing_against_emulator(table_emulator: Any) -> None:
-    with TableClient(**table_emulator.client_kwargs, region="cn-hangzhou") as client:
-        assert isinstance(client.list_tables(), list)
+@pytest.mark.parametrize("extra", [{"region": "cn-hangzhou"}, {"sts_token": "sts-token"},
+                                   {"sts_token": "sts-token", "region": "cn-hangzhou"}])
+def test_v4_and_sts_signing_against_emulator(table_emulator: Any, table_client: TableClient, unique_name: str,
+                                             extra: dict[str, str]) -> None:
+    table_client.create_table(TableSchema(unique_name, (PrimaryKeyColumn("k", PrimaryKeyType.STRING),)))
+    with TableClient(**table_emulator.client_kwargs, **extra) as client:
+        assert unique_name in client.list_tables()
+        client.put_row(unique_name, [("k", "a")], {"v": 1})
+        row = client.get_row(unique_name, [("k", "a")])
+        assert row is not None and row.get("v") == 1
 
 
 def test_shared_transport_and_context_manager(table_emulator: Any) -> None:
