@@ -138,3 +138,17 @@ def test_poke_mode_execute_returns_xcom(tablestore_conn: str, stream_tunnel: tup
     context: Any = {"ti": SimpleNamespace(try_number=1)}
     result = sensor.execute(context)
     assert result["consume_point_ns"] >= to_epoch_ns(PAST)
+
+
+def test_default_deferrable_config_switches_the_default() -> None:
+    """``[operators] default_deferrable = True`` makes the sensor deferrable without an argument."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor as S; "
+            "print(S(task_id='w', table_name='t', tunnel_name='tn').deferrable)")
+    env = dict(os.environ, AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE="True")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "True"
