@@ -436,7 +436,7 @@ def test_response_signatures_of_the_emulator_verify(table_emulator: Any, unique_
 @pytest.mark.parametrize("extra", [{"region": "cn-hangzhou"}, {"sts_token": "sts-token"},
                                    {"sts_token": "sts-token", "region": "cn-hangzhou"}])
 def test_v4_and_sts_signing_against_emulator(table_emulator: Any, table_client: TableClient, unique_name: str,
-                                             extra: dict[str, str]) -> None:
+                                             extra: dict[str, Any]) -> None:
     table_client.create_table(TableSchema(unique_name, (PrimaryKeyColumn("k", PrimaryKeyType.STRING),)))
     with TableClient(**table_emulator.client_kwargs, **extra) as client:
         assert unique_name in client.list_tables()
