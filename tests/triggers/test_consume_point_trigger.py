@@ -78,6 +78,34 @@ def test_success_once_a_real_consumer_passes_the_cutoff(
     assert len(seen) == 20  # the consumer really read the changes
 
 
+def test_base_data_tunnel_succeeds_once_every_channel_terminated(
+    tablestore_conn: str, stream_table: str, table_client: Any, tunnel_client: Any
+) -> None:
+    from airflow_tablestore.client.worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
+
+    for i in range(30):
+        table_client.put_row(stream_table, (("id", f"b{i}"), ("seq", i)), [("v", i)])
+    tunnel_id = tunnel_client.create_tunnel(stream_table, "base", TunnelType.BASE_DATA)
+    hook = TablestoreTunnelHook(tablestore_conn)
+    assert not hook.check_consume_point(stream_table, "base", 0).done  # base data not read yet
+
+    seen: list[Any] = []
+    config = TunnelWorkerConfig(heartbeat_interval_s=0.2, heartbeat_timeout_s=10.0, checkpoint_interval_s=0.1,
+                                allow_short_intervals=True)
+    worker = TunnelWorker(tunnel_client, tunnel_id, CallbackProcessor(lambda records, ctx: seen.extend(records)),
+                          config).start()
+    try:
+        # The cutoff is irrelevant for BaseData tunnels: far future still succeeds once all channels end.
+        far = to_epoch_ns(datetime.now(UTC) + timedelta(days=365))
+        event = _first_event(_trigger(stream_table, "base", tablestore_conn, far, poll_interval=0.2,
+                                      max_wait_seconds=120))
+    finally:
+        worker.shutdown(timeout=30)
+    assert event["status"] == "success", event
+    assert event["tunnel_type"] == "BaseData" and "channels terminated" in event["message"]
+    assert len({r.primary_key for r in seen}) == 30
+
+
 def test_timeout_event_on_own_deadline(tablestore_conn: str, stream_table: str, tunnel_client: Any) -> None:
     tunnel_client.create_tunnel(stream_table, "idle", TunnelType.STREAM)
     far = to_epoch_ns(datetime.now(UTC) + timedelta(days=1))
