@@ -89,6 +89,9 @@ class ControlApi:
         if op == "stream/split":
             children = self.store.split_partition(payload["table"], payload.get("partition_id"))
             return {"children": [p._asdict() for p in children]}
+        if op == "stream/merge":
+            child = self.store.merge_partitions(payload["table"], payload.get("first_id"), payload.get("second_id"))
+            return {"child": child._asdict()}
         if op == "stream/partitions":
             return {"partitions": [p._asdict() for p in self.store.stream_partitions(payload["table"])]}
         if op == "stream/retention":
@@ -171,6 +174,11 @@ class ControlClient:
     def split_partition(self, table: str, partition_id: str | None = None) -> list[dict[str, Any]]:
         """Split a stream partition (default: the first open one); returns the two children."""
         return list(self.call("stream/split", table=table, partition_id=partition_id)["children"])
+
+    def merge_partitions(self, table: str, first_id: str | None = None,
+                         second_id: str | None = None) -> dict[str, Any]:
+        """Merge two adjacent open stream partitions (default: the first adjacent pair); returns the child."""
+        return dict(self.call("stream/merge", table=table, first_id=first_id, second_id=second_id)["child"])
 
     def partitions(self, table: str) -> list[dict[str, Any]]:
         """All stream partitions of ``table`` (partition_id, parent_ids, closed, created_seq, ...)."""

@@ -472,6 +472,32 @@ class Store:
             self._add_partition(txn, sid, table, b, mid, hi, (pid,))
         return [p for p in self.stream_partitions(table) if p.partition_id in (a, b)]
 
+    def merge_partitions(self, table: str, first_id: str | None = None,
+                         second_id: str | None = None) -> PartitionInfo:
+        """Close two open partitions with adjacent hash ranges (default: the first adjacent pair) and create one
+        child covering both, with ``parent_ids = (first, second)`` (first = lower hash range)."""
+        with self.write() as txn:
+            info = self._tables.get(table)
+            if info is None or not info.stream_id:
+                raise KeyError(table)
+            sid = info.stream_id
+            opened = sorted(self._partitions.get(sid, []))
+            pairs = [(x, y) for x, y in zip(opened, opened[1:], strict=False) if x[1] == y[0]]
+            if first_id is not None or second_id is not None:
+                wanted = {first_id, second_id} - {None}
+                pairs = [(x, y) for x, y in pairs if wanted <= {x[2], y[2]}]
+            if not pairs:
+                raise KeyError(f"no adjacent open partitions to merge: {first_id}, {second_id}")
+            low, high = pairs[0]
+            for part in (low, high):
+                txn.execute("UPDATE stream_partitions SET closed=1, closed_seq=? WHERE partition_id=?",
+                            (self._head_seq, part[2]))
+            self._partitions[sid] = [p for p in self._partitions.get(sid, []) if p[2] not in (low[2], high[2])]
+            n = txn.execute("SELECT COUNT(*) FROM stream_partitions WHERE stream_id=?", (sid,))[0][0]
+            child = f"{sid}-{n}"
+            self._add_partition(txn, sid, table, child, low[0], high[1], (low[2], high[2]))
+        return next(p for p in self.stream_partitions(table) if p.partition_id == child)
+
     def set_stream_retention(self, table: str, hours: float) -> None:
         """Override the retention (expiration hours) of the table's stream."""
         with self.write():
