@@ -1,8 +1,14 @@
 """The public Stream API (ListStream, DescribeStream, GetShardIterator, GetStreamRecord) over the stream log.
 
-Shards are the store's stream partitions (a split closes a shard and adds two children with ``parent_id``).
-Shard iterators are self-describing opaque strings: base64 of ``{"s": stream_id, "p": shard_id, "a": seq}``
-where ``a`` is the last consumed log position.
+Shards are the store's stream partitions: a split closes a shard and adds two children with ``parent_id``; a
+merge closes two adjacent shards and adds one child with ``parent_id`` and ``parent_sibling_id``.
+
+Shard iterators are self-describing opaque strings: urlsafe base64 of
+``{"s": stream_id, "p": shard_id, "a": seq, "t": ts_us}`` where ``a`` is the last consumed log position and
+``t`` a timestamp (µs) no later than any record after that position. The iterator is trimmed
+(``OTSTrimmedDataAccess``) once ``t`` falls out of the retention window — exactly when records after the
+position may have been deleted. Reads that reach the end of an open shard move ``t`` up to "now" (minus a
+safety margin) so that a caught-up poller never expires.
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+from airflow_tablestore.emulator.clock import Clock
 from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid, table_not_found
-from airflow_tablestore.emulator.storage import Store, TableInfo
+from airflow_tablestore.emulator.storage import PartitionInfo, Store, TableInfo
 from airflow_tablestore.emulator.table_api import parse, set_consumed
 from airflow_tablestore.protocol import ots_table_pb2 as _pb
 
@@ -24,9 +31,12 @@ pb: Any = _pb  # generated module without type stubs
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+CAUGHT_UP_MARGIN_US = 1_000_000
+"""A caught-up iterator is stamped ``now - margin``: a write still committing has a later timestamp."""
 
 
-def _trimmed() -> EmulatorError:
+def trimmed_error() -> EmulatorError:
     return EmulatorError("OTSTrimmedDataAccess", "Requested stream data is already trimmed or does not exist.", 404)
 
 
@@ -34,20 +44,26 @@ def _no_stream() -> EmulatorError:
     return EmulatorError("OTSObjectNotExist", "Requested stream does not exist.", 404)
 
 
+def _no_shard(shard_id: str) -> EmulatorError:
+    return EmulatorError("OTSObjectNotExist", f"Requested shard does not exist: {shard_id}.", 404)
+
+
 class StreamApi:
     """Stream API handlers on top of a :class:`Store`."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, clock: Clock | None = None) -> None:
         self.store = store
+        self.clock = clock or store.clock
 
     def handlers(self) -> dict[str, Callable[[bytes], Message]]:
         return {
-            "/ListStream": self._ListStream,
-            "/DescribeStream": self._DescribeStream,
-            "/GetShardIterator": self._GetShardIterator,
-            "/GetStreamRecord": self._GetStreamRecord,
+            "/ListStream": self._list_stream,
+            "/DescribeStream": self._describe_stream,
+            "/GetShardIterator": self._get_shard_iterator,
+            "/GetStreamRecord": self._get_stream_record,
         }
 
+    # -- lookups ----------------------------------------------------------------------------------------
     def _by_stream(self, stream_id: str) -> TableInfo:
         for name in self.store.list_tables():
             info = self.store.get_table_info(name)
@@ -55,7 +71,14 @@ class StreamApi:
                 return info
         raise _no_stream()
 
-    def _ListStream(self, body: bytes) -> Message:
+    def _partition(self, info: TableInfo, shard_id: str) -> PartitionInfo | None:
+        for p in self.store.stream_partitions(info.name):
+            if p.partition_id == shard_id:
+                return p
+        return None
+
+    # -- handlers ---------------------------------------------------------------------------------------
+    def _list_stream(self, body: bytes) -> Message:
         req = parse(pb.ListStreamRequest, body)
         names = self.store.list_tables()
         if req.HasField("table_name"):
@@ -69,7 +92,7 @@ class StreamApi:
                 resp.streams.add(stream_id=info.stream_id, table_name=name, creation_time=info.stream_enabled_us)
         return resp
 
-    def _DescribeStream(self, body: bytes) -> Message:
+    def _describe_stream(self, body: bytes) -> Message:
         req = parse(pb.DescribeStreamRequest, body)
         info = self._by_stream(req.stream_id)
         parts = self.store.stream_partitions(info.name)
@@ -77,12 +100,14 @@ class StreamApi:
         start = 0
         if req.HasField("inclusive_start_shard_id"):
             if req.inclusive_start_shard_id not in ids:
-                raise parameter_invalid(f"Shard does not exist: {req.inclusive_start_shard_id}.")
+                raise _no_shard(req.inclusive_start_shard_id)
             start = ids.index(req.inclusive_start_shard_id)
-        limit = req.shard_limit if req.HasField("shard_limit") and req.shard_limit > 0 else len(parts)
+        if req.HasField("shard_limit") and req.shard_limit <= 0:
+            raise parameter_invalid("shard_limit must be positive.")
+        limit = req.shard_limit if req.HasField("shard_limit") else len(parts)
         resp = pb.DescribeStreamResponse(
-            stream_id=req.stream_id, expiration_time=int(info.stream_expiration_hours), table_name=info.name,
-            creation_time=info.stream_enabled_us, stream_status=pb.STREAM_ACTIVE,
+            stream_id=req.stream_id, expiration_time=max(1, int(info.stream_expiration_hours)),
+            table_name=info.name, creation_time=info.stream_enabled_us, stream_status=pb.STREAM_ACTIVE,
         )
         for p in parts[start:start + limit]:
             shard = resp.shards.add(shard_id=p.partition_id)
@@ -94,57 +119,78 @@ class StreamApi:
             resp.next_shard_id = parts[start + limit].partition_id
         return resp
 
-    def _GetShardIterator(self, body: bytes) -> Message:
+    def _get_shard_iterator(self, body: bytes) -> Message:
         req = parse(pb.GetShardIteratorRequest, body)
         info = self._by_stream(req.stream_id)
-        if req.shard_id not in {p.partition_id for p in self.store.stream_partitions(info.name)}:
-            raise EmulatorError("OTSObjectNotExist", f"Requested shard does not exist: {req.shard_id}.", 404)
-        after = 0
+        if self._partition(info, req.shard_id) is None:
+            raise _no_shard(req.shard_id)
+        horizon = self.store.retention_start_us(info.name) or 0
         if req.HasField("timestamp"):
-            rows = self.store.query(
-                "SELECT seq FROM stream_log WHERE partition_id=? AND ts_us>=? ORDER BY seq LIMIT 1",
-                (req.shard_id, req.timestamp),
-            )
-            after = rows[0][0] - 1 if rows else self.store.stream_head_seq()
-        return pb.GetShardIteratorResponse(shard_iterator=_iterator(req.stream_id, req.shard_id, after))
+            if req.timestamp < 0:
+                raise parameter_invalid("timestamp must be non-negative microseconds.")
+            since = max(req.timestamp, horizon)
+            sql = "SELECT seq, ts_us FROM stream_log WHERE partition_id=? AND ts_us>=? ORDER BY seq LIMIT 1"
+            rows = self.store.query(sql, (req.shard_id, since))
+        else:
+            self.store.trim_stream(info.name)
+            sql = "SELECT seq, ts_us FROM stream_log WHERE partition_id=? ORDER BY seq LIMIT 1"
+            rows = self.store.query(sql, (req.shard_id,))
+        if rows:
+            after, stamp = rows[0][0] - 1, rows[0][1]
+        else:
+            # No retained record at/after the point: start after everything logged so far.
+            after, stamp = self.store.stream_head_seq(), self.clock.now_us() - CAUGHT_UP_MARGIN_US
+        return pb.GetShardIteratorResponse(shard_iterator=encode_iterator(req.stream_id, req.shard_id, after, stamp))
 
-    def _GetStreamRecord(self, body: bytes) -> Message:
+    def _get_stream_record(self, body: bytes) -> Message:
         req = parse(pb.GetStreamRecordRequest, body)
-        stream_id, shard_id, after = _parse_iterator(req.shard_iterator)
+        stream_id, shard_id, after, stamp = decode_iterator(req.shard_iterator)
         try:
             info = self._by_stream(stream_id)
         except EmulatorError:
-            raise _trimmed() from None
-        parts = {p.partition_id: p for p in self.store.stream_partitions(info.name)}
-        part = parts.get(shard_id)
+            raise trimmed_error() from None  # disabled or re-enabled stream: the old log is gone
+        part = self._partition(info, shard_id)
         if part is None:
-            raise _trimmed()
-        limit = req.limit if req.HasField("limit") and req.limit > 0 else DEFAULT_LIMIT
-        limit = min(limit, MAX_LIMIT)
+            raise trimmed_error()
+        horizon = self.store.retention_start_us(info.name) or 0
+        if stamp < horizon:
+            raise trimmed_error()
+        if req.HasField("limit") and req.limit <= 0:
+            raise parameter_invalid("limit must be positive.")
+        limit = min(req.limit if req.HasField("limit") else DEFAULT_LIMIT, MAX_LIMIT)
         entries = self.store.read_stream(info.name, shard_id, after, limit + 1)
         more = len(entries) > limit
         entries = entries[:limit]
         resp = pb.GetStreamRecordResponse()
         size = 0
+        taken = 0
         for e in entries:
+            if taken and size + len(e.record) > MAX_RESPONSE_BYTES:
+                more = True
+                break
             resp.stream_records.add(action_type=e.action, record=e.record)
             size += len(e.record)
-        last = entries[-1].seq if entries else after
-        if not (part.closed and not more):
-            resp.next_shard_iterator = _iterator(stream_id, shard_id, last)
+            taken += 1
+        last_seq = entries[taken - 1].seq if taken else after
+        last_ts = entries[taken - 1].timestamp_us if taken else stamp
+        next_stamp = last_ts if more else max(last_ts, stamp, self.clock.now_us() - CAUGHT_UP_MARGIN_US)
+        if not (part.closed and not more):  # a drained closed shard gets no next iterator
+            resp.next_shard_iterator = encode_iterator(stream_id, shard_id, last_seq, next_stamp)
         set_consumed(resp.consumed, max(1, -(-size // 4096)), 0)
         resp.may_more_record = more
         return resp
 
 
-def _iterator(stream_id: str, shard_id: str, after_seq: int) -> str:
-    raw = json.dumps({"s": stream_id, "p": shard_id, "a": after_seq}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode("ascii")
+def encode_iterator(stream_id: str, shard_id: str, after_seq: int, stamp_us: int) -> str:
+    """The opaque iterator string for a position (see the module docstring)."""
+    raw = json.dumps({"s": stream_id, "p": shard_id, "a": after_seq, "t": stamp_us}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode("ascii")
 
 
-def _parse_iterator(text: str) -> tuple[str, str, int]:
+def decode_iterator(text: str) -> tuple[str, str, int, int]:
+    """``(stream_id, shard_id, after_seq, stamp_us)`` of an iterator; 400 OTSParameterInvalid when malformed."""
     try:
         data = json.loads(base64.urlsafe_b64decode(text.encode("ascii")))
-        return str(data["s"]), str(data["p"]), int(data["a"])
+        return str(data["s"]), str(data["p"]), int(data["a"]), int(data["t"])
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeError):
         raise parameter_invalid("Invalid shard iterator.") from None
