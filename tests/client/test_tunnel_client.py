@@ -257,3 +257,28 @@ def test_decode_records_maps_actions_sequence_and_origin_columns() -> None:
     bad = ots_tunnel_pb2.Record(action_type=ots_tunnel_pb2.PUT_ROW, record=b"\x75\x00\x00\x00\x01")
     with pytest.raises(TablestoreClientError):
         decode_records([bad])
+
+
+def test_idempotent_calls_are_retried_and_state_changes_are_not(
+    tc: TunnelClient, tables: Any, emu: EmulatorProcess
+) -> None:
+    from airflow_tablestore.client.errors import ServerError
+
+    table = _table(tables, rows=3)
+    tunnel_id = tc.create_tunnel(table, "retry", TunnelType.BASE_DATA)
+    client_id = tc.connect(tunnel_id, timeout_s=30)
+    (channel,) = tc.heartbeat(tunnel_id, client_id, [])
+    emu.control.add_fault("/tunnel/readrecords", "OTSTunnelServerUnavailable", status=503, count=2)
+    emu.control.add_fault("/tunnel/describe", "OTSInternalServerError", status=500, count=1)
+    token, seq = tc.get_checkpoint(tunnel_id, client_id, channel.channel_id)
+    result = tc.read_records(tunnel_id, client_id, channel.channel_id, token)  # two 503s, then success
+    assert len(result.records) == 3
+    assert tc.describe_tunnel(table, "retry").tunnel.tunnel_id == tunnel_id
+    assert emu.control.state()["faults"] == []  # every injected failure was hit, and retried through
+    # A state change is not retried on a server error: the first attempt may have been applied.
+    emu.control.add_fault("/tunnel/checkpoint", "OTSInternalServerError", status=500, count=1)
+    with pytest.raises(ServerError) as exc:
+        tc.checkpoint(tunnel_id, client_id, channel.channel_id, result.next_token, seq + 1)
+    assert exc.value.code == "OTSInternalServerError" and exc.value.http_status == 500
+    tc.checkpoint(tunnel_id, client_id, channel.channel_id, result.next_token, seq + 1)  # fault consumed
+    assert tc.get_checkpoint(tunnel_id, client_id, channel.channel_id) == (result.next_token, seq + 1)

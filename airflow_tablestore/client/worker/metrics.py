@@ -70,10 +70,10 @@ class WorkerMetrics:
                                    self.batches_processed, self.checkpoints, self.channel_errors,
                                    self.reconnects, lag)
 
-    def maybe_log(self, interval_s: float, tunnel_id: str) -> None:
-        """Log one INFO progress line when ``interval_s`` has passed since the previous one."""
+    def maybe_log(self, interval_s: float, tunnel_id: str, *, force: bool = False) -> None:
+        """Log one INFO progress line when ``interval_s`` has passed since the previous one (or ``force``)."""
         now = time.monotonic()
-        if now - self._last_log < interval_s:
+        if not force and now - self._last_log < interval_s:
             return
         snap = self.snapshot()
         rate = (snap.records_processed - self._last_records) / max(now - self._last_log, 1e-9)

@@ -259,6 +259,7 @@ class TunnelWorker:
         for consumer in consumers:
             if not consumer.join(timeout=30.0):
                 log.warning("channel %s did not stop within 30s", consumer.channel_id)
+        self._metrics.maybe_log(self.config.progress_log_interval_s, self.tunnel_id, force=True)
         self._metrics.set_owned(0)
         client_id, self.client_id = self.client_id, None
         if client_id and self._graceful:

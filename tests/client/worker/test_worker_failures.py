@@ -137,3 +137,34 @@ def test_worker_recovers_from_an_emulator_restart(own_emulator: EmulatorProcess,
         assert worker.error is None
     tables.close()
     tunnels.close()
+
+
+def test_worker_rides_out_faults_and_reconnects_after_resource_gone(
+    emulator: EmulatorProcess, table_client: Any, tunnel_client: TunnelClient, unique: str
+) -> None:
+    table = f"{unique}g"
+    table_client.create_table(table_schema(table))
+    tunnel_id = tunnel_client.create_tunnel(table, "g", TunnelType.STREAM)
+    processor = RecordingProcessor()
+    ctl = emulator.control
+    with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config()) as worker:
+        wait_for(lambda: len(worker.owned_channels()) == 2, "two stream channels", workers=[worker])
+        first_client = worker.client_id
+        ctl.add_fault("/tunnel/checkpoint", "OTSSequenceNumberNotMatch", status=400,
+                      message="sequence number not match", count=1)
+        ctl.add_fault("/tunnel/readrecords", "OTSTunnelServerUnavailable", status=503, count=3)
+        ctl.add_fault("/tunnel/heartbeat", "OTSServerBusy", status=503, count=2)
+        for i in range(30):
+            table_client.put_row(table, (("pk", "a"), ("n", i)), [Column("v", i, BASE_MS)])
+        wait_for(lambda: {_n(r) for r in processor.records} == set(range(30)), "the first 30 writes",
+                 workers=[worker])
+        ctl.add_fault("/tunnel/heartbeat", "OTSResourceGone", status=410, message="client timed out", count=1)
+        wait_for(lambda: worker.metrics.reconnects >= 1 and len(worker.owned_channels()) == 2,
+                 "a reconnect with a new client id", workers=[worker])
+        assert worker.client_id not in (None, first_client)
+        for i in range(30, 60):
+            table_client.put_row(table, (("pk", "a"), ("n", i)), [Column("v", i, BASE_MS)])
+        wait_for(lambda: {_n(r) for r in processor.records} == set(range(60)), "all 60 writes",
+                 workers=[worker])
+    assert worker.error is None and ctl.state()["faults"] == []
+    assert worker.metrics.checkpoints > 0
