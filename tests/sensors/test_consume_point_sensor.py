@@ -78,6 +78,21 @@ def test_poke_fails_fast_on_missing_tunnel(tablestore_conn: str, stream_table: s
         _sensor(stream_table, unique("missing"), tablestore_conn, cutoff=PAST).poke(NO_CONTEXT)
 
 
+def test_expired_tunnel_fails_fast_with_advice(
+    tablestore_conn: str, stream_tunnel: tuple[str, str], table_client: Any, emulator: Any
+) -> None:
+    table, tunnel = stream_tunnel
+    table_client.put_row(table, (("id", "x"), ("seq", 1)), [("v", 1)])
+    control = emulator.control
+    control.set_retention(table, 1)
+    control.advance_time(3 * 3600)  # nobody consumed: the retention trims the change the tunnel still needed
+    control.trim(table)
+    with pytest.raises(AirflowFailException, match="expired.*delete and recreate"):
+        _sensor(table, tunnel, tablestore_conn, cutoff=PAST).poke(NO_CONTEXT)
+    with pytest.raises(AirflowFailException, match="expired"):
+        _sensor(table, tunnel, tablestore_conn, cutoff=FUTURE, deferrable=True).execute(NO_CONTEXT)
+
+
 def test_deferrable_execute_defers_with_complete_hook_configuration(
     tablestore_conn: str, stream_tunnel: tuple[str, str]
 ) -> None:
