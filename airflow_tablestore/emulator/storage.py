@@ -187,8 +187,8 @@ class WriteTxn:
         return self.conn.execute(sql, params).fetchall()
 
     def get(self, tid: int, key: bytes) -> Columns | None:
-        row = self.conn.execute("SELECT data FROM rows WHERE tid=? AND key=?", (tid, key)).fetchone()
-        return None if row is None else load_columns(row[0])
+        rows = self.conn.execute("SELECT data FROM rows WHERE tid=? AND key=?", (tid, key)).fetchall()
+        return load_columns(rows[0][0]) if rows else None
 
     def put(self, tid: int, key: bytes, cols: Columns) -> None:
         self.conn.execute("INSERT OR REPLACE INTO rows(tid, key, data) VALUES(?,?,?)", (tid, key, dump_columns(cols)))
@@ -197,7 +197,8 @@ class WriteTxn:
         self.conn.execute("DELETE FROM rows WHERE tid=? AND key=?", (tid, key))
 
     def next_auto_increment(self, tid: int) -> int:
-        row = self.conn.execute("SELECT last FROM autoinc WHERE tid=?", (tid,)).fetchone()
+        rows = self.conn.execute("SELECT last FROM autoinc WHERE tid=?", (tid,)).fetchall()
+        row = rows[0] if rows else None
         value = max((row[0] + 1) if row else 1, self.store.clock.now_us())
         self.conn.execute("INSERT OR REPLACE INTO autoinc(tid, last) VALUES(?,?)", (tid, value))
         return value

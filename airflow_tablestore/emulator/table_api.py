@@ -484,10 +484,10 @@ class TableApi:
         resp = pb.GetRowResponse()
         with self.store.reader() as conn:
             found = conn.execute("SELECT data FROM rows WHERE tid=? AND key=?",
-                                 (info.table_id, encode_key([v for _, v in pk]))).fetchone()
+                                 (info.table_id, encode_key([v for _, v in pk]))).fetchall()
         body_out = None
-        if found is not None:
-            body_out = self._shape(info, pk, load_columns(found[0]), spec, self.clock.now_ms())
+        if found:
+            body_out = self._shape(info, pk, load_columns(found[0][0]), spec, self.clock.now_ms())
         resp.row = codec.HEADER + body_out if body_out else b""
         set_consumed(resp.consumed, cu(len(resp.row)), 0)
         return resp
@@ -513,9 +513,9 @@ class TableApi:
                     try:
                         pk = self._get_pk(info, data)
                         found = conn.execute("SELECT data FROM rows WHERE tid=? AND key=?",
-                                             (info.table_id, encode_key([v for _, v in pk]))).fetchone()
-                        row_body = None if found is None else self._shape(
-                            info, pk, load_columns(found[0]), spec, now_ms)
+                                             (info.table_id, encode_key([v for _, v in pk]))).fetchall()
+                        row_body = None if not found else self._shape(
+                            info, pk, load_columns(found[0][0]), spec, now_ms)
                     except EmulatorError as e:
                         r.is_ok = False
                         r.error.code = e.code
