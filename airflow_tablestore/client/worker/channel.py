@@ -115,9 +115,13 @@ class ChannelConsumer:
             self.stop(flush=False)
 
     def report(self) -> Channel | None:
-        """Once closed: the transition to send (version + 1; TERMINATED if finished else CLOSE), once."""
+        """Once closed: the transition to send (version + 1; TERMINATED if finished else CLOSE). Sent again
+        only if the server still shows the channel at a version ≥ our report (it bumped concurrently, e.g.
+        OPEN → CLOSING, and ignored ours)."""
         with self._lock:
-            if self.state != ConsumerState.CLOSED or self.reported is not None:
+            if self.state != ConsumerState.CLOSED:
+                return None
+            if self.reported is not None and self.version_seen < self.reported.version:
                 return None
             status = ChannelStatus.TERMINATED if self.finished else ChannelStatus.CLOSE
             self.reported = transition(Channel(self.channel_id, self.version_seen, ChannelStatus.OPEN), status)

@@ -282,6 +282,7 @@ class TunnelWorker:
             self._retired = [c for c in self._retired if any(t.is_alive() for t in c._threads)]
         answer = self.client.heartbeat(self.tunnel_id, self.client_id, sent)
         with self._lock:
+            from_server = {ch.channel_id: ch for ch in answer}
             merged = merge_channels(self._channels, answer)
             for cid in list(self._consumers):
                 if cid not in merged:
@@ -296,7 +297,8 @@ class TunnelWorker:
                         continue
                     consumer = self._new_consumer(ch)
                     self._consumers[ch.channel_id] = consumer
-                consumer.notify(ch)
+                if ch == from_server[ch.channel_id]:  # never feed our own pending report back
+                    consumer.notify(ch)
             self._channels = {cid: ch for cid, ch in merged.items() if cid in self._consumers}
             owned = sum(1 for c in self._consumers.values()
                         if c.state in (ConsumerState.WAIT, ConsumerState.RUNNING))

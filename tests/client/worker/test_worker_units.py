@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from airflow_tablestore.client.model import ChannelStatus
@@ -69,3 +71,30 @@ def test_enough_data_prefers_may_more_then_thresholds() -> None:
     assert enough_data(ReadResult([object()] * 501, "t", None, 0))  # type: ignore[list-item]
     assert enough_data(ReadResult([], "t", None, 901 * 1024))
     assert not enough_data(ReadResult([], "t", None, 10))
+
+
+def _closed_consumer(version: int) -> Any:
+    """A consumer that failed before starting (no RPC is ever made by the methods under test)."""
+    from airflow_tablestore.client.worker.channel import ChannelConsumer
+    from airflow_tablestore.client.worker.metrics import WorkerMetrics
+    from airflow_tablestore.client.worker.processor import ChannelContext
+
+    ctx = ChannelContext("t", "c", "ch", "Stream", "tok", "tok", "trace")
+    return ChannelConsumer(
+        client=None, context=ctx, channel=Channel("ch", version, OPEN), token="tok",  # type: ignore[arg-type]
+        sequence_number=0, processor=None, owns_processor=False, config=TunnelWorkerConfig(),
+        metrics=WorkerMetrics(), semaphore=None, on_closed=lambda: None, on_fatal=lambda exc: None,
+        failed=RuntimeError("GetCheckpoint failed"),
+    )
+
+
+def test_closed_consumer_reports_once_then_again_after_a_concurrent_server_bump() -> None:
+    consumer = _closed_consumer(4)
+    assert consumer.report() == Channel("ch", 5, CLOSE)
+    assert consumer.report() is None  # already sent, the server has not answered with a newer version
+    consumer.notify(Channel("ch", 5, CLOSING))  # server bumped OPEN→CLOSING at the same version: ours ignored
+    assert consumer.report() == Channel("ch", 6, CLOSE)
+    assert not consumer.superseded_by(Channel("ch", 6, CLOSING))
+    assert consumer.superseded_by(Channel("ch", 7, OPEN))  # re-opened for us: needs a fresh consumer
+    consumer.notify(Channel("ch", 3, OPEN))  # stale update ignored
+    assert consumer.version_seen == 5
