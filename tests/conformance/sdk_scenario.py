@@ -26,17 +26,21 @@ logging.disable(logging.CRITICAL)  # the SDK logs every service error at ERROR l
 from tablestore import (  # noqa: E402
     INF_MAX,
     INF_MIN,
+    PK_AUTO_INCR,
     BatchGetRowRequest,
     BatchWriteRowRequest,
     CapacityUnit,
     ComparatorType,
+    CompositeColumnCondition,
     Condition,
     DeleteRowItem,
     Direction,
+    LogicalOperator,
     OTSClient,
     OTSServiceError,
     PutRowItem,
     ReservedThroughput,
+    ReturnType,
     Row,
     RowExistenceExpectation,
     SingleColumnCondition,
@@ -356,6 +360,60 @@ def project_protobuf_modules_under_sdk_protobuf() -> None:
     decoded = ots_tunnel_pb2.ReadRecordsResponse.FromString(records.SerializeToString())
     assert decoded.records[0].action_type == ots_tunnel_pb2.UPDATE_ROW and decoded.next_token == "token"
     assert ots_filter_pb2.DESCRIPTOR.package != "com.aliyun.tablestore.protocol"
+
+
+@step
+def auto_increment_filters_versions_update_table() -> None:
+    name = "sdk_more_" + MODE
+    if name in client.list_table():
+        client.delete_table(name)
+    client.create_table(
+        TableMeta(name, [("part", "INTEGER"), ("seq", "INTEGER", PK_AUTO_INCR)]),
+        TableOptions(-1, 5),
+        ReservedThroughput(CapacityUnit(0, 0)),
+    )
+    assert client.describe_table(name).table_meta.schema_of_primary_key[1] == ("seq", "INTEGER", PK_AUTO_INCR)
+    seqs = []
+    for i in range(4):
+        _, returned = client.put_row(
+            name,
+            Row([("part", 1), ("seq", PK_AUTO_INCR)], [("n", i), ("v", "a", NOW_MS)]),
+            Condition("IGNORE"),
+            return_type=ReturnType.RT_PK,
+        )
+        assert returned.primary_key[0] == ("part", 1)
+        seqs.append(returned.primary_key[1][1])
+    assert seqs == sorted(seqs) and len(set(seqs)) == 4, seqs
+    first = [("part", 1), ("seq", seqs[0])]
+    client.update_row(name, Row(first, {"put": [("v", "b", NOW_MS + 1), ("v", "c", NOW_MS + 2)]}), Condition("IGNORE"))
+
+    _, row, _ = client.get_row(name, first, max_version=2, columns_to_get=["v"])
+    assert [(v, ts) for _, v, ts in row.attribute_columns] == [("c", NOW_MS + 2), ("b", NOW_MS + 1)]
+    _, row, _ = client.get_row(name, first, time_range=(NOW_MS, NOW_MS + 2), max_version=None, columns_to_get=["v"])
+    assert [v for _, v, _ in row.attribute_columns] == ["b", "a"], row.attribute_columns
+    _, row, _ = client.get_row(name, first, time_range=NOW_MS + 1, max_version=None, columns_to_get=["v"])
+    assert [v for _, v, _ in row.attribute_columns] == ["b"], row.attribute_columns
+
+    equal = SingleColumnCondition("n", 0, ComparatorType.EQUAL)
+    assert client.get_row(name, first, column_filter=equal)[1] is not None
+    miss = SingleColumnCondition("n", 1, ComparatorType.EQUAL)
+    assert client.get_row(name, first, column_filter=miss)[1] is None
+    between = CompositeColumnCondition(LogicalOperator.AND)
+    between.add_sub_condition(SingleColumnCondition("n", 0, ComparatorType.GREATER_THAN))
+    between.add_sub_condition(SingleColumnCondition("n", 2, ComparatorType.LESS_EQUAL))
+    _, _, rows, _ = client.get_range(
+        name, Direction.FORWARD, [("part", 1), ("seq", INF_MIN)], [("part", 1), ("seq", INF_MAX)], column_filter=between
+    )
+    assert [r.attribute_columns[0][1] for r in rows] == [1, 2], [r.attribute_columns for r in rows]
+
+    missing_table = BatchGetRowRequest()
+    missing_table.add(TableInBatchGetRowItem(MISSING, [[("id", 1)]], max_version=1))
+    expect_error("OTSObjectNotExist", lambda: client.batch_get_row(missing_table), 404)
+
+    client.update_table(name, TableOptions(time_to_live=172800, max_version=2))
+    options = client.describe_table(name).table_options
+    assert (options.time_to_live, options.max_version) == (172800, 2), vars(options)
+    client.delete_table(name)
 
 
 @step
