@@ -168,3 +168,25 @@ def test_worker_rides_out_faults_and_reconnects_after_resource_gone(
                  workers=[worker])
     assert worker.error is None and ctl.state()["faults"] == []
     assert worker.metrics.checkpoints > 0
+
+
+def test_local_heartbeat_watchdog_reconnects(
+    emulator: EmulatorProcess, table_client: Any, tunnel_client: TunnelClient, unique: str
+) -> None:
+    table = f"{unique}h"
+    table_client.create_table(table_schema(table))
+    tunnel_id = tunnel_client.create_tunnel(table, "h", TunnelType.STREAM)
+    processor = RecordingProcessor()
+    with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config()) as worker:
+        wait_for(lambda: len(worker.owned_channels()) == 2, "two stream channels", workers=[worker])
+        first_client = worker.client_id
+        # Heartbeats are not retried on a 500: with 15 failures in a row (≈4.5 s at 0.3 s) no heartbeat
+        # succeeds for longer than the 3 s heartbeat timeout, so the watchdog must give up the session.
+        emulator.control.add_fault("/tunnel/heartbeat", "OTSInternalServerError", status=500, count=15)
+        wait_for(lambda: worker.metrics.reconnects >= 1, "the watchdog to drop the session", workers=[worker])
+        for i in range(20):
+            table_client.put_row(table, (("pk", "b"), ("n", i)), [Column("v", i, BASE_MS)])
+        wait_for(lambda: {_n(r) for r in processor.records} == set(range(20)), "the writes after reconnecting",
+                 workers=[worker])
+        assert worker.client_id not in (None, first_client)
+    assert worker.error is None
