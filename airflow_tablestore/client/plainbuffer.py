@@ -313,7 +313,7 @@ def _decode_body(data: bytes) -> list[Row]:  # noqa: C901 - one flat loop on pur
                     name, crc = entry
                     pos = end
                     tag = data[pos]
-                    value: Any = None
+                    value: Any
                     if tag == TAG_CELL_VALUE:
                         vs = pos + 5
                         vt = data[vs]
@@ -350,17 +350,10 @@ def _decode_body(data: bytes) -> list[Row]:  # noqa: C901 - one flat loop on pur
                             crc = crc8(data[vs:ve], crc)
                         pos = ve
                         tag = data[pos]
-                    op = put
-                    op_byte = -1
-                    if tag == TAG_CELL_TYPE:
-                        op_byte = data[pos + 1]
-                        op = ops.get(op_byte)  # type: ignore[assignment]
-                        if op is None:
-                            raise PlainBufferError(f"unknown cell op 0x{op_byte:02x} at offset {pos + 1}")
-                        pos += 2
-                        tag = data[pos]
-                    timestamp = None
-                    if tag == TAG_CELL_TIMESTAMP:
+                    else:
+                        value = None
+                    if tag == TAG_CELL_TIMESTAMP:  # the usual case: a version, no cell op
+                        op = put
                         timestamp = unpack_i64(data, pos + 1)[0]
                         # Cells of a row usually share a timestamp: reuse the CRC of its 8 bytes (linearity).
                         if timestamp != last_ts:
@@ -371,8 +364,24 @@ def _decode_body(data: bytes) -> list[Row]:  # noqa: C901 - one flat loop on pur
                         crc = zero8[crc] ^ ts_crc
                         pos += 9
                         tag = data[pos]
-                    if op_byte >= 0:
-                        crc = table[crc ^ op_byte]
+                    elif tag == TAG_CELL_TYPE:  # update/delete cells: op, then maybe a timestamp
+                        op_byte = data[pos + 1]
+                        op = ops.get(op_byte)  # type: ignore[assignment]
+                        if op is None:
+                            raise PlainBufferError(f"unknown cell op 0x{op_byte:02x} at offset {pos + 1}")
+                        pos += 2
+                        tag = data[pos]
+                        timestamp = None
+                        if tag == TAG_CELL_TIMESTAMP:
+                            timestamp = unpack_i64(data, pos + 1)[0]
+                            for byte in data[pos + 1 : pos + 9]:
+                                crc = table[crc ^ byte]
+                            pos += 9
+                            tag = data[pos]
+                        crc = table[crc ^ op_byte]  # the op byte is checksummed after the timestamp
+                    else:
+                        op = put
+                        timestamp = None
                     if tag != TAG_CELL_CHECKSUM:
                         raise _bad_tag(data, pos, "CELL_CHECKSUM (0x0a) or a cell field")
                     if data[pos + 1] != crc:
