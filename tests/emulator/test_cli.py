@@ -1,0 +1,67 @@
+"""The command line: ready line, temporary data dir cleanup, clean exit on SIGTERM/SIGINT, V4 requests."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+
+from airflow_tablestore.emulator import auth
+from airflow_tablestore.emulator.config import EmulatorConfig, parse_args
+
+
+def test_config_defaults_and_secret_not_in_repr() -> None:
+    cfg = parse_args([])
+    assert (cfg.host, cfg.port, cfg.instance, cfg.stream_partitions, cfg.range_page_rows) == (
+        "127.0.0.1", 0, "emulator", 4, 5000)
+    assert cfg.verify_signature is True
+    assert "emulator-access-key-secret" not in repr(EmulatorConfig())
+    assert parse_args(["--no-verify-signature", "--stream-partitions", "2"]).stream_partitions == 2
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_temp_data_dir_and_clean_shutdown(sig: int) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "airflow_tablestore.emulator", "--log-level", "WARNING"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        m = re.search(r"(http://127\.0\.0\.1:\d+) instance=emulator data_dir=(\S+)", line)
+        assert m, line
+        endpoint, data_dir = m.group(1), Path(m.group(2))
+        assert (data_dir / "emulator.sqlite3").exists()
+        body = b""
+        now = dt.datetime.now(dt.UTC)
+        headers = {
+            "x-ots-date": now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z",
+            "x-ots-apiversion": "2015-12-31",
+            "x-ots-accesskeyid": "emulator-access-key-id",
+            "x-ots-instancename": "emulator",
+            "x-ots-contentmd5": base64.b64encode(hashlib.md5(body).digest()).decode(),
+            "x-ots-signdate": now.strftime("%Y%m%d"),
+            "x-ots-signregion": "cn-hangzhou",
+        }
+        key = auth.v4_key("emulator-access-key-secret", headers["x-ots-signdate"], "cn-hangzhou")
+        headers["x-ots-signaturev4"] = auth.sign_v4(key, "/ListTable", headers)
+        resp = requests.post(endpoint + "/ListTable", data=body, headers=headers, timeout=10)
+        assert resp.status_code == 200
+        signed = {k.lower(): v for k, v in resp.headers.items() if k.lower().startswith("x-ots-")}
+        assert resp.headers["Authorization"] == "OTS emulator-access-key-id:" + auth.sign_response(
+            key, "/ListTable", signed)  # V4 requests get responses signed with the derived key
+        headers["x-ots-signaturev4"] = "AAAA"
+        assert requests.post(endpoint + "/ListTable", data=body, headers=headers, timeout=10).status_code == 403
+        proc.send_signal(sig)
+        assert proc.wait(20) == 0
+        assert not data_dir.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
