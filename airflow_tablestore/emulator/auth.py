@@ -76,6 +76,14 @@ def format_date(epoch_s: float) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
+def response_key(headers: Mapping[str, str], access_key_secret: str) -> str:
+    """The key that signs the response to a request: the derived V4 key for V4 requests, else the secret."""
+    date, region = headers.get("x-ots-signdate"), headers.get("x-ots-signregion")
+    if headers.get("x-ots-signaturev4") and date and region:
+        return v4_key(access_key_secret, date, region)
+    return access_key_secret
+
+
 def auth_failed(message: str) -> EmulatorError:
     return EmulatorError("OTSAuthFailed", message, 403)
 

@@ -184,6 +184,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             resp = handler(body)
             self._send_pb(emu, uri, key, 200, resp.SerializeToString(), rid)
         except EmulatorError as e:
+            if key is None:
+                key = auth.response_key(headers, emu.config.access_key_secret)
             if e.status >= 500:
                 log.warning("request %s %s answered %s %s", rid, uri, e.status, e.code)
             self._send_error_pb(emu, uri, key, e, rid)

@@ -56,6 +56,11 @@ def test_temp_data_dir_and_clean_shutdown(sig: int) -> None:
         signed = {k.lower(): v for k, v in resp.headers.items() if k.lower().startswith("x-ots-")}
         assert resp.headers["Authorization"] == "OTS emulator-access-key-id:" + auth.sign_response(
             key, "/ListTable", signed)  # V4 requests get responses signed with the derived key
+        no_instance = {k: v for k, v in headers.items() if k != "x-ots-instancename"}
+        resp = requests.post(endpoint + "/ListTable", data=body, headers=no_instance, timeout=10)
+        assert resp.status_code == 400  # errors to V4 requests are signed with the derived key too
+        signed = {k.lower(): v for k, v in resp.headers.items() if k.lower().startswith("x-ots-")}
+        assert resp.headers["Authorization"].endswith(":" + auth.sign_response(key, "/ListTable", signed))
         headers["x-ots-signaturev4"] = "AAAA"
         assert requests.post(endpoint + "/ListTable", data=body, headers=headers, timeout=10).status_code == 403
         proc.send_signal(sig)
