@@ -65,6 +65,7 @@ log = logging.getLogger(__name__)
 MAX_BATCH_WRITE_ROWS = 200
 MAX_BATCH_WRITE_BYTES = 4 * 1024 * 1024
 MAX_BATCH_GET_ROWS = 100
+_PROGRESS_ROWS = 50_000  # write_rows logs progress at INFO every this many rows
 _RT_PK = 1
 _OPERATION_TYPES = {WriteType.PUT: 1, WriteType.UPDATE: 2, WriteType.DELETE: 3}
 # Per-row failures that are safe to retry when the row write itself is repeatable.
@@ -536,6 +537,7 @@ class TableClient:
         batch_keys: set[tuple[str, PrimaryKey]] = set()
         batch_bytes = 0
         seen = 0
+        next_progress = _PROGRESS_ROWS
         iterator = iter(writes)
         try:
             for write in iterator:
@@ -555,6 +557,9 @@ class TableClient:
                     written += self._write_batch_with_retries(batch, max_attempts, failures)
                     batch, batch_bytes = [], 0
                     batch_keys.clear()
+                    if written >= next_progress:
+                        log.info("write_rows: %d row(s) written so far, %d failed", written, len(failures))
+                        next_progress = written + _PROGRESS_ROWS
                 batch.append((index, write, row_change))
                 batch_keys.add(key)
                 batch_bytes += len(row_change)
@@ -586,7 +591,7 @@ class TableClient:
             error.written = written  # type: ignore[attr-defined]
             error.not_attempted = 0  # type: ignore[attr-defined]
             raise error
-        log.info("write_rows: %d row(s) written", written)
+        log.debug("write_rows: %d row(s) written", written)
         return written
 
     def _write_batch_with_retries(
