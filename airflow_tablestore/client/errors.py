@@ -76,14 +76,21 @@ class TablestoreNetworkError(TablestoreClientError):
 
 
 class BatchWriteError(TablestoreClientError):
-    """Some rows of a batch write failed even after retries; ``failures`` lists every one of them."""
+    """Some rows of a batch write failed even after retries; ``failures`` lists every one of them.
 
-    def __init__(self, message: str, failures: list | None = None) -> None:  # type: ignore[type-arg]
+    ``written`` counts the rows that were written; ``not_attempted`` the rows never sent because writing
+    stopped early (a whole batch request failed).
+    """
+
+    def __init__(self, message: str, failures: list | None = None,  # type: ignore[type-arg]
+                 written: int = 0, not_attempted: int = 0) -> None:
         super().__init__(message, code="OTSBatchWritePartialFailure")
         self.failures = failures or []
+        self.written = written
+        self.not_attempted = not_attempted
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
-        return (type(self), (self.message, self.failures))
+        return (type(self), (self.message, self.failures, self.written, self.not_attempted))
 
 
 # ---- answered by the service ----------------------------------------------------------------------

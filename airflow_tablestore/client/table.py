@@ -576,9 +576,9 @@ class TableClient:
                 f"write_rows stopped: a batch request failed with {aborted.error.code}: {aborted.error.message}; "
                 f"{written} row(s) written, {len(failures)} failed, {not_attempted} not attempted",
                 failures,
+                written=written,
+                not_attempted=not_attempted,
             )
-            error.written = written  # type: ignore[attr-defined]
-            error.not_attempted = not_attempted  # type: ignore[attr-defined]
             raise error from aborted.error
         if failures:
             failures.sort(key=lambda result: result.index)
@@ -587,9 +587,8 @@ class TableClient:
                 f"{len(failures)} of {seen} row(s) failed after retries ({', '.join(codes) or 'errors'}); "
                 f"{written} written. See .failures for every failed row",
                 failures,
+                written=written,
             )
-            error.written = written  # type: ignore[attr-defined]
-            error.not_attempted = 0  # type: ignore[attr-defined]
             raise error
         log.debug("write_rows: %d row(s) written", written)
         return written

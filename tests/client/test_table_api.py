@@ -354,7 +354,7 @@ def test_write_rows_raises_with_every_failed_row(table_client: TableClient, uniq
     assert [f.index for f in failures] == [5, 250]
     assert all(getattr(f.error, "code", None) == "OTSConditionCheckFail" for f in failures)
     assert [f.write.primary_key for f in failures] == [writes[5].primary_key, writes[250].primary_key]
-    assert info.value.written == 298  # type: ignore[attr-defined]
+    assert info.value.written == 298
     assert "2 of 300" in str(info.value)
     row = table_client.get_row(table, [("region", "r"), ("id", 299)])
     assert row is not None and row.get("v") == 299

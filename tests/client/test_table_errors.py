@@ -23,6 +23,7 @@ from airflow_tablestore.client import (
     PrimaryKeyType,
     RetryPolicy,
     RowWrite,
+    RowWriteResult,
     ServerError,
     TableClient,
     TableSchema,
@@ -212,7 +213,7 @@ def test_batch_write_surfaces_a_failing_row(table_client: TableClient, table: st
     with pytest.raises(BatchWriteError) as info:
         table_client.write_rows(writes)
     assert [f.index for f in info.value.failures] == [1]
-    assert info.value.written == 2  # type: ignore[attr-defined]
+    assert info.value.written == 2
 
 
 def test_write_rows_request_failure_lists_every_row(table_client: TableClient) -> None:
@@ -223,7 +224,7 @@ def test_write_rows_request_failure_lists_every_row(table_client: TableClient) -
     error = info.value
     assert len(error.failures) == 200
     assert all(getattr(f.error, "code", None) == "OTSObjectNotExist" for f in error.failures)
-    assert error.not_attempted == 50  # type: ignore[attr-defined]
+    assert error.not_attempted == 50
     assert isinstance(error.__cause__, NotFoundError)
 
 
@@ -282,4 +283,13 @@ def test_write_rows_retries_only_failed_retryable_rows(scripted: Any) -> None:
     assert [len(req.tables[0].rows) for req in sent] == [4, 2, 1]
     assert [f.index for f in info.value.failures] == [3]
     assert getattr(info.value.failures[0].error, "code", None) == "OTSServerBusy"
-    assert info.value.written == 3  # type: ignore[attr-defined]
+    assert info.value.written == 3
+
+
+def test_batch_write_error_pickles_with_its_counts() -> None:
+    failure = RowWriteResult(RowWrite("t", WriteType.DELETE, (("k", "a"),)), 3, False,
+                             error=InvalidParameterError("OTSInvalidPK", "bad", None, "rid"))
+    error = BatchWriteError("1 failed", [failure], written=7, not_attempted=2)
+    clone = pickle.loads(pickle.dumps(error))
+    assert (clone.written, clone.not_attempted, clone.message) == (7, 2, "1 failed")
+    assert clone.failures[0].index == 3 and getattr(clone.failures[0].error, "code", None) == "OTSInvalidPK"
