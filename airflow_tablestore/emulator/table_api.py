@@ -549,23 +549,32 @@ class TableApi:
             sql = "SELECT key, data FROM rows WHERE tid=? AND key>=? AND key<? ORDER BY key LIMIT ?"
         else:
             sql = "SELECT key, data FROM rows WHERE tid=? AND key<=? AND key>? ORDER BY key DESC LIMIT ?"
-        fetch = min(budget, limit) + 1
-        with self.store.reader() as conn:
-            rows = conn.execute(sql, (info.table_id, skey, ekey, fetch)).fetchall()
         now_ms = self.clock.now_ms()
         names, types = info.pk_names, info.pk_types
         out = bytearray(codec.HEADER)
-        returned = 0
+        returned = scanned = 0
         next_key: bytes | None = None
-        for scanned, (key, data) in enumerate(rows):
-            if scanned >= budget or returned >= limit or len(out) >= MAX_RANGE_BYTES:
-                next_key = key
-                break
-            pk = list(zip(names, decode_key(key, types), strict=True))
-            row_body = self._shape(info, pk, load_columns(data), spec, now_ms)
-            if row_body is not None:
-                out += row_body
-                returned += 1
+        chunk = min(budget, limit) + 1  # first chunk covers the common case incl. the look-ahead row
+        with self.store.reader() as conn:
+            cur = conn.execute(sql, (info.table_id, skey, ekey, budget + 1))
+            try:
+                while next_key is None:
+                    rows = cur.fetchmany(chunk)
+                    if not rows:
+                        break
+                    chunk = 1000
+                    for key, data in rows:
+                        if scanned >= budget or returned >= limit or len(out) >= MAX_RANGE_BYTES:
+                            next_key = key
+                            break
+                        scanned += 1
+                        pk = list(zip(names, decode_key(key, types), strict=True))
+                        row_body = self._shape(info, pk, load_columns(data), spec, now_ms)
+                        if row_body is not None:
+                            out += row_body
+                            returned += 1
+            finally:
+                cur.close()
         resp = pb.GetRangeResponse()
         resp.rows = bytes(out) if returned else b""
         if next_key is not None:

@@ -40,6 +40,9 @@ def test_forward_backward_limit_and_paging(wire: Wire) -> None:
     # with a filter the budget counts scanned rows: empty pages may carry a next key
     rows, pages = scan_all(wire, table, *ALL, filter=single_filter("v", 1, 2))
     assert rows == [] and pages == 3
+    # a filtered page scans the whole budget, not just `limit` rows
+    rows, pages = scan_all(wire, table, *ALL, limit=1, filter=single_filter("pk", 1, 100))
+    assert [r.pk[0][1] for r in rows] == [100] and pages == 4
     empty, nxt = get_range(wire, table, [("pk", 1000)], [("pk", 2000)])
     assert empty == [] and nxt is None
 
