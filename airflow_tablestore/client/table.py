@@ -471,7 +471,9 @@ class TableClient:
             )
         return self._batch_write(encoded)
 
-    def _batch_write(self, encoded: Sequence[tuple[RowWrite, bytes]]) -> list[RowWriteResult]:
+    def _batch_write(
+        self, encoded: Sequence[tuple[RowWrite, bytes]], *, idempotent: bool = False
+    ) -> list[RowWriteResult]:
         if not encoded:
             return []
         groups: dict[str, list[int]] = {}
@@ -487,7 +489,7 @@ class TableClient:
                     condition=condition_to_pb(write.condition),
                 )
         response, request_id = self._transport.call_detailed(
-            "/BatchWriteRow", request, table_pb2.BatchWriteRowResponse, idempotent=False
+            "/BatchWriteRow", request, table_pb2.BatchWriteRowResponse, idempotent=idempotent
         )
         results: list[RowWriteResult | None] = [None] * len(encoded)
         answers = list(response.tables)
@@ -604,7 +606,10 @@ class TableClient:
         attempt = 1
         while pending:
             try:
-                results = self._batch_write([(batch[i][1], batch[i][2]) for i in pending])
+                rows = [(batch[i][1], batch[i][2]) for i in pending]
+                # A batch of repeatable writes may be re-sent after a 5xx/timeout: applying it twice is harmless.
+                repeatable = all(_write_is_repeatable(write) for write, _ in rows)
+                results = self._batch_write(rows, idempotent=repeatable)
             except TablestoreError as exc:
                 aborted = [RowWriteResult(batch[i][1], batch[i][0], False, error=exc) for i in pending]
                 failures.extend(final.values())

@@ -16,12 +16,14 @@ from airflow_tablestore.client import (
     AuthError,
     BatchWriteError,
     Column,
+    Condition,
     Direction,
     InvalidParameterError,
     NotFoundError,
     PrimaryKeyColumn,
     PrimaryKeyType,
     RetryPolicy,
+    RowExistence,
     RowWrite,
     RowWriteResult,
     ServerError,
@@ -293,3 +295,18 @@ def test_batch_write_error_pickles_with_its_counts() -> None:
     clone = pickle.loads(pickle.dumps(error))
     assert (clone.written, clone.not_attempted, clone.message) == (7, 2, "1 failed")
     assert clone.failures[0].index == 3 and getattr(clone.failures[0].error, "code", None) == "OTSInvalidPK"
+
+
+def test_write_rows_resends_repeatable_batches_after_server_errors(table_client: TableClient, table: str,
+                                                                   control: Any) -> None:
+    plain = [RowWrite(table, WriteType.PUT, (("k", "p"), ("n", i)), (Column("v", i),)) for i in range(5)]
+    control.add_fault("/BatchWriteRow", "OTSInternalServerError", status=500, message="Internal server error.")
+    assert table_client.write_rows(plain) == 5
+    assert control.state()["faults"] == []
+    guarded = [RowWrite(table, WriteType.PUT, (("k", "g"), ("n", i)), (Column("v", i),),
+                        Condition(RowExistence.EXPECT_NOT_EXIST)) for i in range(5)]
+    control.add_fault("/BatchWriteRow", "OTSInternalServerError", status=500, message="Internal server error.")
+    with pytest.raises(BatchWriteError) as info:
+        table_client.write_rows(guarded)  # conditional writes are not repeatable: reported, not re-sent
+    assert len(info.value.failures) == 5 and info.value.written == 0
+    assert isinstance(info.value.__cause__, ServerError)
