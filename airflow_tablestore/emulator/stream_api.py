@@ -7,7 +7,7 @@ Shard iterators are self-describing opaque strings: urlsafe base64 of
 ``{"s": stream_id, "p": shard_id, "a": seq, "t": ts_us}`` where ``a`` is the last consumed log position and
 ``t`` a timestamp (µs) no later than any record after that position. The iterator is trimmed
 (``OTSTrimmedDataAccess``) once ``t`` falls out of the retention window — exactly when records after the
-position may have been deleted. Reads that reach the end of an open shard move ``t`` up to "now" (minus a
+position may have been deleted. GetShardIterator with a ``timestamp`` before the retention window is trimmed too. Reads that reach the end of an open shard move ``t`` up to "now" (minus a
 safety margin) so that a caught-up poller never expires.
 """
 
@@ -128,13 +128,13 @@ class StreamApi:
         if req.HasField("timestamp"):
             if req.timestamp < 0:
                 raise parameter_invalid("timestamp must be non-negative microseconds.")
-            since = max(req.timestamp, horizon)
-            sql = "SELECT seq, ts_us FROM stream_log WHERE partition_id=? AND ts_us>=? ORDER BY seq LIMIT 1"
-            rows = self.store.query(sql, (req.shard_id, since))
+            if req.timestamp < horizon:
+                raise trimmed_error()  # the point lies before the retention window
+            since = req.timestamp
         else:
-            self.store.trim_stream(info.name)
-            sql = "SELECT seq, ts_us FROM stream_log WHERE partition_id=? ORDER BY seq LIMIT 1"
-            rows = self.store.query(sql, (req.shard_id,))
+            since = horizon  # the oldest retained record (trimming itself is lazy)
+        sql = "SELECT seq, ts_us FROM stream_log WHERE partition_id=? AND ts_us>=? ORDER BY seq LIMIT 1"
+        rows = self.store.query(sql, (req.shard_id, since))
         if rows:
             after, stamp = rows[0][0] - 1, rows[0][1]
         else:

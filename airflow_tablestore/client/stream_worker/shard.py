@@ -243,9 +243,10 @@ class ShardConsumer:
                        or (r.sequence.timestamp, r.sequence.row_index) > bound]
             if records or result.next_iterator is None:
                 self._skip_until = None
+        previous_next, previous_last = self.batch_next_iterator, self.last_record
+        if result.next_iterator is not None or records:
+            self.batch_next_iterator = result.next_iterator  # None: last batch of a closed shard → record point
         if records:
-            self.batch_next_iterator = result.next_iterator
-            previous_last = self.last_record
             self.last_record = records[-1]
             try:
                 self.processor.process_records(records, ShardCheckpointer(self))
@@ -254,7 +255,7 @@ class ShardConsumer:
             except Exception:  # noqa: BLE001 - a processor bug must not kill the worker; batch is re-delivered
                 self._failures += 1
                 self.metrics.add("processor_errors")
-                self.last_record = previous_last
+                self.batch_next_iterator, self.last_record = previous_next, previous_last
                 delay = self._backoff()
                 log.exception("shard %s: process_records raised; the same batch is delivered again in %.2fs",
                               self.shard_id, delay)
@@ -270,7 +271,6 @@ class ShardConsumer:
 
     def _finish(self, reason: ShutdownReason) -> None:
         self.shutdown_reason = reason
-        self.batch_next_iterator = None
         if self._initialized:
             try:
                 self.processor.shutdown(reason, ShardCheckpointer(self))
