@@ -105,7 +105,7 @@ def test_records_actions_order_limits_and_closed_shard(wire: Wire, emulator: Emu
     delete(wire, table, [("pk", 1)])
     shards = _shards(wire, sid)
     records: list[Any] = []
-    owner = None
+    owner = ""
     for s in shards:
         got, nxt = _drain(wire, _iterator(wire, sid, s.shard_id), limit=1)
         assert nxt is not None  # open shard: always an iterator, even when caught up
