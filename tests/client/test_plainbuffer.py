@@ -517,3 +517,27 @@ def test_same_bytes_as_the_emulator_codec(row: Row) -> None:
         (c.name, c.value, int(c.op), c.timestamp) for c in row.columns
     ]
     assert decoded.delete_marker == row.delete_marker
+
+
+def _with_extension(body: bytes) -> bytes:
+    """The DeleteRow key vector with an arbitrary extension inserted before the row checksum."""
+    data = _hex(VECTORS[8][2])  # ... 08 09 a0
+    return data[:-2] + b"\x0b" + len(body).to_bytes(4, "little") + body + data[-2:]
+
+
+def test_extension_unknown_blocks_are_skipped() -> None:
+    seq = b"\x0c\x13\x00\x00\x00\x0d\x02\x00\x00\x00\x0e\x05\x00\x00\x00\x00\x00\x00\x00\x0f\x07\x00\x00\x00"
+    unknown = b"\x10\x03\x00\x00\x00abc"
+    row = decode_record(_with_extension(unknown + seq))
+    assert row.sequence == SequenceInfo(2, 5, 7)
+    assert row.delete_marker and row.primary_key == (("pk", 1),)
+    assert decode_record(_with_extension(unknown)).sequence is None
+    assert decode_record(_with_extension(b"")).sequence is None
+
+
+def test_extension_errors() -> None:
+    assert "overruns the extension" in _error(_with_extension(b"\x10\x09\x00\x00\x00abc"))
+    assert "sequence info at offset" in _error(_with_extension(b"\x0c\x01\x00\x00\x00\x0d"))
+    bad_tags = b"\x0c\x13\x00\x00\x00\x0d\x00\x00\x00\x00\x0f" + bytes(8) + b"\x0e" + bytes(4)
+    assert "expected tags 0d, 0e, 0f" in _error(_with_extension(bad_tags))  # fast path
+    assert "expected tags 0d, 0e, 0f" in _error(_with_extension(b"\x10\x00\x00\x00\x00" + bad_tags))  # general
