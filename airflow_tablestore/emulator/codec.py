@@ -158,14 +158,25 @@ def value_payload(value: Value | Special) -> bytes:
     raise TypeError(f"unsupported value type {type(value).__name__}")
 
 
+_NAME_CACHE: dict[str, tuple[bytes, int]] = {}
+
+
+def _name_prefix(name: str) -> tuple[bytes, int]:
+    """``03 04 len name`` and the CRC of the name bytes (memoised: column names repeat)."""
+    got = _NAME_CACHE.get(name)
+    if got is None:
+        raw = name.encode("utf-8")
+        got = (b"\x03\x04" + _I32.pack(len(raw)) + raw, crc8(0, raw))
+        if len(_NAME_CACHE) < 65536:
+            _NAME_CACHE[name] = got
+    return got
+
+
 def _encode_cell(
     out: bytearray, name: str, value: Value | Special | None, op: int | None, ts: int | None
 ) -> int:
-    raw_name = name.encode("utf-8")
-    out += b"\x03\x04"
-    out += _I32.pack(len(raw_name))
-    out += raw_name
-    crc = crc8(0, raw_name)
+    prefix, crc = _name_prefix(name)
+    out += prefix
     if value is not None:
         payload = value_payload(value)
         out.append(TAG_CELL_VALUE)

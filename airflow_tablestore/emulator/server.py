@@ -150,7 +150,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def _handle_post(self, emu: Emulator) -> None:
         uri = self._api_uri()
         rid = emu.request_id()
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self.close_connection = True
+            self._send_error_pb(emu, uri, None, EmulatorError(
+                "OTSParameterInvalid", "Invalid Content-Length header.", 400), rid)
+            return
         if length > MAX_BODY:
             self.close_connection = True
             self._send_error_pb(emu, uri, None, EmulatorError(
