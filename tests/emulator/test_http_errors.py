@@ -5,6 +5,10 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
+import logging
+import threading
+from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -116,3 +120,28 @@ def test_unverified_mode_accepts_unsigned(tmp_path: object) -> None:
     with EmulatorProcess(extra_args=["--no-verify-signature"]) as emu:
         r = requests.post(emu.endpoint + "/ListTable", data=b"", timeout=10)
         assert r.status_code == 200 and r.headers["authorization"].startswith("OTS ")
+
+
+def test_unexpected_exception_is_500_and_server_keeps_serving(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from airflow_tablestore.emulator.config import EmulatorConfig
+    from airflow_tablestore.emulator.server import Emulator
+
+    emu = Emulator(EmulatorConfig(), str(tmp_path))
+
+    def boom(body: bytes) -> Any:
+        raise RuntimeError("handler bug")
+
+    emu.handlers["/Boom"] = boom
+    thread = threading.Thread(target=emu.serve_forever, daemon=True)
+    thread.start()
+    try:
+        w = Wire(emu.endpoint)
+        with caplog.at_level(logging.ERROR, logger="airflow_tablestore.emulator.server"):
+            r = w.raw("/Boom", b"")
+        status, code, message = _error(r)
+        assert (status, code, message) == (500, "OTSInternalServerError", "Internal server error.")
+        assert r.headers["x-ots-requestid"] in caplog.text and "handler bug" in caplog.text
+        assert w.call("ListTable", b"").table_names == []
+    finally:
+        emu.shutdown()
+        thread.join(10)
