@@ -178,7 +178,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--channel-rows", type=int, default=20_000)
-    ap.add_argument("--rounds", type=int, default=2, help="interleaved repetitions (best of) per variant")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved repetitions (best of) per variant")
     args = ap.parse_args()
     extra = ["--base-channel-rows", str(args.channel_rows), "--log-level", "WARNING"]
     with EmulatorProcess(extra_args=extra) as emu:
