@@ -110,6 +110,13 @@ _SEQ = struct.Struct("<BIBiBqBi")  # 0C len 0D epoch 0E ts 0F row_index
 _SEQ_FIELDS = struct.Struct("<BiBqBi")  # 0D epoch 0E ts 0F row_index
 _SEQ_ONLY_PREFIX = b"\x18\x00\x00\x00\x0c\x13\x00\x00\x00"  # ext_len 24, SEQ_INFO, seq_len 19
 
+_pack_string_value = struct.Struct("<BIBI").pack  # 05 len 03 n (the bytes follow)
+_pack_int_value = struct.Struct("<BIBq").pack  # 05 09000000 00 int64
+_pack_double_value = struct.Struct("<BIBd").pack  # 05 09000000 01 float64
+_pack_timestamp = struct.Struct("<Bq").pack  # 07 int64
+_CELL_CHECKSUMS = [bytes((0x0A, crc)) for crc in range(256)]
+_last_timestamp: tuple[int | None, bytes, int] = (None, b"", 0)  # (timestamp, 07 + int64, CRC of the int64)
+
 _unpack_u32 = _U32.unpack_from
 _unpack_i64 = _I64.unpack_from
 _unpack_f64 = _F64.unpack_from
@@ -527,13 +534,41 @@ def _value_segment(value: Any, column: str, *, primary_key: bool) -> bytes:
 def _encode_cell(
     out: list[bytes], name: str, value: Any, timestamp: int | None, op: int, *, primary_key: bool
 ) -> int:
-    """Append one cell to ``out``; return its CRC."""
+    """Append one cell to ``out``; return its CRC. Inline fast paths for str, int and float values."""
+    table = CRC8_TABLE
     prefix, crc = _name_prefix(name)
     out.append(prefix)
     if value is not None:
-        segment = _value_segment(value, name, primary_key=primary_key)
-        out.append(b"\x05" + _pack_u32(len(segment)) + segment)
-        crc = crc8(segment, crc)
+        kind = type(value)
+        if kind is str:
+            raw = value.encode("utf-8")
+            size = len(raw)
+            head = _pack_string_value(TAG_CELL_VALUE, size + 5, VT_STRING, size)
+            out.append(head)
+            out.append(raw)
+            for byte in head[5:]:
+                crc = table[crc ^ byte]
+            if size < _LONG_VALUE:
+                for byte in raw:
+                    crc = table[crc ^ byte]
+            else:
+                crc = crc8(raw, crc)
+        elif kind is int:
+            if not _INT64_MIN <= value <= _INT64_MAX:
+                raise TablestoreClientError(f"column {name!r}: integer {value} is outside the int64 range")
+            cell_value = _pack_int_value(TAG_CELL_VALUE, 9, VT_INTEGER, value)
+            out.append(cell_value)
+            for byte in cell_value[5:]:
+                crc = table[crc ^ byte]
+        elif kind is float:
+            cell_value = _pack_double_value(TAG_CELL_VALUE, 9, VT_DOUBLE, value)
+            out.append(cell_value)
+            for byte in cell_value[5:]:
+                crc = table[crc ^ byte]
+        else:
+            segment = _value_segment(value, name, primary_key=primary_key)
+            out.append(b"\x05" + _pack_u32(len(segment)) + segment)
+            crc = crc8(segment, crc)
     if op:
         out.append(bytes((TAG_CELL_TYPE, op)))
     if timestamp is not None:
@@ -543,12 +578,19 @@ def _encode_cell(
             timestamp = int(timestamp)
         if not _INT64_MIN <= timestamp <= _INT64_MAX:
             raise TablestoreClientError(f"column {name!r}: timestamp {timestamp} is outside the int64 range")
-        raw_ts = _pack_i64(timestamp)
-        out.append(b"\x07" + raw_ts)
-        crc = crc8(raw_ts, crc)
+        global _last_timestamp
+        cached = _last_timestamp  # cells of a row usually share a timestamp: reuse bytes and CRC
+        if cached[0] != timestamp:
+            cell_ts = _pack_timestamp(TAG_CELL_TIMESTAMP, timestamp)
+            ts_crc = 0
+            for byte in cell_ts[1:]:
+                ts_crc = table[ts_crc ^ byte]
+            cached = _last_timestamp = (timestamp, cell_ts, ts_crc)
+        out.append(cached[1])
+        crc = _ZERO8[crc] ^ cached[2]
     if op:
-        crc = CRC8_TABLE[crc ^ op]
-    out.append(bytes((TAG_CELL_CHECKSUM, crc)))
+        crc = table[crc ^ op]
+    out.append(_CELL_CHECKSUMS[crc])
     return crc
 
 
