@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import pstats
 import threading
 import time
@@ -202,11 +203,10 @@ def main() -> None:
             for kind in ("par", "w1_", "w0_"):
                 tid = ids[f"{kind}{r}"]
                 if kind == "par":
-                    res = timed(labels[kind], lambda tid=tid: bare_parallel(tc, tid), args.rows)
+                    res = timed(labels[kind], functools.partial(bare_parallel, tc, tid), args.rows)
                 else:
                     ra = 1 if kind == "w1_" else 0
-                    res = timed(labels[kind], lambda tid=tid, ra=ra: run_worker(tc, tid, args.rows, ra),
-                                args.rows)
+                    res = timed(labels[kind], functools.partial(run_worker, tc, tid, args.rows, ra), args.rows)
                     stop_workers()
                 print(f"  round {r + 1}: {res['label']}: {res['rps']:.0f} records/s", flush=True)
                 if kind not in best or res["rps"] > best[kind]["rps"]:
@@ -220,8 +220,8 @@ def main() -> None:
     baseline = best["par"]["rps"]
     print(f"\nrows={args.rows} channels={channels} (emulator --base-channel-rows {args.channel_rows})")
     print(f"{'measurement':56} {'seconds':>8} {'records/s':>10} {'MB/s':>7} {'vs parallel bare':>17}")
-    for r in results:
-        print(f"{r['label']:56} {r['seconds']:8.2f} {r['rps']:10.0f} {r['mbps']:7.2f} {r['rps'] / baseline:16.2f}x")
+    for res in results:
+        print(f"{res['label']:56} {res['seconds']:8.2f} {res['rps']:10.0f} {res['mbps']:7.2f} {res['rps'] / baseline:16.2f}x")
     for kind in ("w1_", "w0_"):
         overhead = 1 - best[kind]["rps"] / baseline
         print(f"framework overhead ({best[kind]['label']}) vs equal-parallelism bare loop: "

@@ -32,7 +32,9 @@ from airflow_tablestore.client.model import (
 )
 from airflow_tablestore.client.tunnel import FINISHED, Channel, TunnelClient, is_stream_token, to_ns
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.protocol import ots_tunnel_pb2
+from airflow_tablestore.protocol import ots_tunnel_pb2 as _ots_tunnel_pb2
+
+ots_tunnel_pb2: Any = _ots_tunnel_pb2  # generated module without stubs
 
 _ids = itertools.count()
 
