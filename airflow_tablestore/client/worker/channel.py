@@ -199,7 +199,10 @@ class ChannelConsumer:
             with self._lock:
                 self.state = ConsumerState.CLOSED
             self._retire_processor()
-            self._on_closed()
+            if not self._processor_failed:
+                # Report at once; after a processor failure wait for the regular heartbeat instead, so a
+                # poison batch is retried at the heartbeat pace (like the SDKs), not in a tight loop.
+                self._on_closed()
 
     def _queued_batches(self) -> Iterator[ReadResult | None]:
         """Batches from the read-ahead thread; None when nothing arrived within a poll interval."""

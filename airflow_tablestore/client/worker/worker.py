@@ -38,6 +38,7 @@ from airflow_tablestore.client.worker.state import merge_channels
 
 log = logging.getLogger(__name__)
 
+MIN_HEARTBEAT_GAP_S = 1.0
 FATAL_CODES = frozenset({"OTSTunnelExpired", "OTSParameterInvalid", "OTSPermissionDenied"})
 
 
@@ -226,6 +227,7 @@ class TunnelWorker:
         lost: _SessionLost | None = None
         try:
             while not self._stop.is_set():
+                started = time.monotonic()
                 try:
                     self._heartbeat_once()
                     last_ok = time.monotonic()
@@ -242,6 +244,10 @@ class TunnelWorker:
                 self._metrics.maybe_log(self.config.progress_log_interval_s, self.tunnel_id)
                 self._wake.wait(self.config.heartbeat_interval_s)
                 self._wake.clear()
+                # Woken early (a channel closed): still keep a minimum gap between heartbeats.
+                gap = min(MIN_HEARTBEAT_GAP_S, self.config.heartbeat_interval_s) - (time.monotonic() - started)
+                if gap > 0:
+                    self._stop.wait(gap)
         except _SessionLost as exc:
             lost = exc
         self._end_session(graceful=lost is None and self._graceful and self._fatal is None)
