@@ -246,87 +246,51 @@ def encode_pk(pk: Sequence[tuple[str, Any]]) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------------- decode
-class _Reader:
-    __slots__ = ("data", "pos", "end")
-
-    def __init__(self, data: bytes, pos: int = 0) -> None:
-        self.data = data
-        self.pos = pos
-        self.end = len(data)
-
-    def need(self, n: int) -> None:
-        if self.pos + n > self.end:
-            raise PlainBufferError("Cell data broken, unexpected end of data.")
-
-    def peek(self) -> int:
-        if self.pos >= self.end:
-            return -1
-        return self.data[self.pos]
-
-    def byte(self) -> int:
-        self.need(1)
-        b = self.data[self.pos]
-        self.pos += 1
-        return b
-
-    def i32(self) -> int:
-        self.need(4)
-        (v,) = _I32.unpack_from(self.data, self.pos)
-        self.pos += 4
-        return int(v)
-
-    def u32(self) -> int:
-        self.need(4)
-        (v,) = _U32.unpack_from(self.data, self.pos)
-        self.pos += 4
-        return int(v)
-
-    def i64(self) -> int:
-        self.need(8)
-        (v,) = _I64.unpack_from(self.data, self.pos)
-        self.pos += 8
-        return int(v)
-
-    def raw(self, n: int) -> bytes:
-        if n < 0:
-            raise PlainBufferError("Cell data broken, negative length.")
-        self.need(n)
-        v = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return bytes(v)
+_unpack_i32 = _I32.unpack_from
+_unpack_i64 = _I64.unpack_from
+_unpack_f64 = _F64.unpack_from
+_TRUNCATED = "Cell data broken, unexpected end of data."
 
 
-def _decode_typed(r: _Reader, vtype: int, field: str) -> Value | Special:
+def _take(data: bytes, pos: int, n: int) -> bytes:
+    if n < 0 or pos + n > len(data):
+        raise PlainBufferError(_TRUNCATED)
+    return data[pos : pos + n]
+
+
+def _decode_typed(data: bytes, pos: int, vtype: int, field: str) -> tuple[Value | Special, int]:
+    """Decode the payload of a value of type ``vtype`` at ``pos``; returns ``(value, new_pos)``."""
     if vtype == VT_INTEGER:
-        return r.i64()
-    if vtype == VT_DOUBLE:
-        r.need(8)
-        (f,) = _F64.unpack_from(r.data, r.pos)
-        r.pos += 8
-        return float(f)
-    if vtype == VT_BOOLEAN:
-        return r.byte() != 0
-    if vtype == VT_STRING:
-        raw = r.raw(r.i32())
+        return _unpack_i64(data, pos)[0], pos + 8
+    if vtype in (VT_STRING, VT_BLOB):
+        n = _unpack_i32(data, pos)[0]
+        raw = _take(data, pos + 4, n)
+        if vtype == VT_BLOB:
+            return raw, pos + 4 + n
         try:
-            return raw.decode("utf-8")
+            return raw.decode("utf-8"), pos + 4 + n
         except UnicodeDecodeError:
             raise PlainBufferError(f"Value of column '{field}' must be UTF8 encoding.") from None
-    if vtype == VT_BLOB:
-        return r.raw(r.i32())
+    if vtype == VT_DOUBLE:
+        return _unpack_f64(data, pos)[0], pos + 8
+    if vtype == VT_BOOLEAN:
+        return data[pos] != 0, pos + 1
     if vtype == VT_INF_MIN:
-        return INF_MIN
+        return INF_MIN, pos
     if vtype == VT_INF_MAX:
-        return INF_MAX
+        return INF_MAX, pos
     if vtype == VT_AUTO_INCREMENT:
-        return AUTO_INCREMENT
+        return AUTO_INCREMENT, pos
     raise PlainBufferError(f"Invalid column value type: {vtype}.")
 
 
-def _decode_cell(r: _Reader) -> tuple[Cell, int]:
-    if r.byte() != TAG_CELL_NAME:
+def _decode_cell(data: bytes, pos: int) -> tuple[Cell, int, int]:
+    """Decode one cell starting after its ``TAG_CELL``; returns ``(cell, cell_crc, new_pos)``."""
+    if data[pos] != TAG_CELL_NAME:
         raise PlainBufferError("Cell data broken, expect cell name.")
-    raw_name = r.raw(r.i32())
+    n = _unpack_i32(data, pos + 1)[0]
+    raw_name = _take(data, pos + 5, n)
+    pos += 5 + n
     try:
         name = raw_name.decode("utf-8")
     except UnicodeDecodeError:
@@ -335,42 +299,53 @@ def _decode_cell(r: _Reader) -> tuple[Cell, int]:
     value: Any = None
     op: int | None = None
     ts: int | None = None
-    tag = r.byte()
+    tag = data[pos]
     if tag == TAG_CELL_VALUE:
-        length = r.i32()
-        start = r.pos
-        vtype = r.byte()
-        value = _decode_typed(r, vtype, name)
-        if r.pos - start != length:
+        length = _unpack_i32(data, pos + 1)[0]
+        start = pos + 5
+        value, pos = _decode_typed(data, start + 1, data[start], name)
+        if pos - start != length:
             raise PlainBufferError("Cell data broken, value length mismatch.")
-        crc = crc8(crc, r.data[start : r.pos])
-        tag = r.byte()
+        crc = crc8(crc, data[start:pos])
+        tag = data[pos]
     if tag == TAG_CELL_TYPE:
-        op = r.byte()
-        tag = r.byte()
+        op = data[pos + 1]
+        pos += 2
+        tag = data[pos]
     if tag == TAG_CELL_TIMESTAMP:
-        ts = r.i64()
-        crc = crc8(crc, _I64.pack(ts))
-        tag = r.byte()
+        packed = _take(data, pos + 1, 8)
+        ts = _unpack_i64(packed)[0]
+        crc = crc8(crc, packed)
+        pos += 9
+        tag = data[pos]
     if op is not None:
-        crc = crc8_byte(crc, op)
+        crc = CRC_TABLE[crc ^ op]
     if tag != TAG_CELL_CHECKSUM:
         raise PlainBufferError("Invalid row: missing checksum.")
-    got = r.byte()
+    got = data[pos + 1]
     if got != crc:
         raise PlainBufferError(f"Cell data broken, checksum is mismatch, expect: {crc}, actual: {got}.")
-    return Cell(name, value, op, ts), crc  # type: ignore[arg-type]
+    return Cell(name, value, op, ts), crc, pos + 2
 
 
-def _decode_row(r: _Reader) -> PBRow:
-    if r.byte() != TAG_ROW_PK:
+def _decode_row(data: bytes, pos: int) -> tuple[PBRow, int]:
+    try:
+        return _decode_row_unchecked(data, pos)
+    except (IndexError, struct.error):
+        raise PlainBufferError(_TRUNCATED) from None
+
+
+def _decode_row_unchecked(data: bytes, pos: int) -> tuple[PBRow, int]:
+    if data[pos] != TAG_ROW_PK:
         raise PlainBufferError("Cell data broken, expect primary key tag.")
+    pos += 1
+    end = len(data)
     pk: list[tuple[str, PKValue]] = []
     cells: list[Cell] = []
+    table = CRC_TABLE
     row_crc = 0
-    while r.peek() == TAG_CELL:
-        r.pos += 1
-        cell, crc = _decode_cell(r)
+    while pos < end and data[pos] == TAG_CELL:
+        cell, crc, pos = _decode_cell(data, pos + 1)
         if cell.op is not None:
             raise PlainBufferError(f"OpType cannot be given for primary key name:{cell.name}.")
         if cell.ts is not None:
@@ -378,29 +353,28 @@ def _decode_row(r: _Reader) -> PBRow:
         if cell.value is None:
             raise PlainBufferError(f"Primary key column '{cell.name}' has no value.")
         pk.append((cell.name, cell.value))  # type: ignore[arg-type]
-        row_crc = crc8_byte(row_crc, crc)
-    if r.peek() == TAG_ROW_DATA:
-        r.pos += 1
-        while r.peek() == TAG_CELL:
-            r.pos += 1
-            cell, crc = _decode_cell(r)
+        row_crc = table[row_crc ^ crc]
+    if pos < end and data[pos] == TAG_ROW_DATA:
+        pos += 1
+        while pos < end and data[pos] == TAG_CELL:
+            cell, crc, pos = _decode_cell(data, pos + 1)
             cells.append(cell)
-            row_crc = crc8_byte(row_crc, crc)
+            row_crc = table[row_crc ^ crc]
     marker = False
-    if r.peek() == TAG_DELETE_ROW_MARKER:
-        r.pos += 1
+    if pos < end and data[pos] == TAG_DELETE_ROW_MARKER:
+        pos += 1
         marker = True
-    row_crc = crc8_byte(row_crc, 1 if marker else 0)
-    if r.peek() == TAG_EXTENSION:
-        r.pos += 1
-        r.raw(r.i32())
-    if r.peek() != TAG_ROW_CHECKSUM:
+    row_crc = table[row_crc ^ (1 if marker else 0)]
+    if pos < end and data[pos] == TAG_EXTENSION:
+        n = _unpack_i32(data, pos + 1)[0]
+        _take(data, pos + 5, n)
+        pos += 5 + n
+    if pos >= end or data[pos] != TAG_ROW_CHECKSUM:
         raise PlainBufferError("Invalid row: missing checksum.")
-    r.pos += 1
-    got = r.byte()
+    got = data[pos + 1]
     if got != row_crc:
         raise PlainBufferError(f"Cell data broken, checksum is mismatch, expect: {row_crc}, actual: {got}.")
-    return PBRow(pk, cells, marker)
+    return PBRow(pk, cells, marker), pos + 2
 
 
 def _check_header(data: bytes) -> None:
@@ -412,27 +386,31 @@ def _check_header(data: bytes) -> None:
 def decode_rows(data: bytes) -> list[PBRow]:
     """Header + 0..n rows."""
     _check_header(data)
-    r = _Reader(data, 4)
+    data = bytes(data)
+    pos, end = 4, len(data)
     rows = []
-    while r.pos < r.end:
-        rows.append(_decode_row(r))
+    while pos < end:
+        row, pos = _decode_row(data, pos)
+        rows.append(row)
     return rows
 
 
 def decode_row(data: bytes) -> PBRow:
     """Header + exactly one row."""
     _check_header(data)
-    r = _Reader(data, 4)
-    row = _decode_row(r)
-    if r.pos != r.end:
+    data = bytes(data)
+    row, pos = _decode_row(data, 4)
+    if pos != len(data):
         raise PlainBufferError("Cell data broken, trailing bytes after the row.")
     return row
 
 
 def decode_variant(data: bytes) -> Value | Special:
     """Decode a SQLVariant (type byte + payload, no length prefix), as used by filter values."""
-    r = _Reader(data)
-    value = _decode_typed(r, r.byte(), "filter")
-    if r.pos != r.end:
+    try:
+        value, pos = _decode_typed(data, 1, data[0], "filter")
+    except (IndexError, struct.error):
+        raise PlainBufferError("Deserialize filter failed.") from None
+    if pos != len(data):
         raise PlainBufferError("Deserialize filter failed.")
     return value

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -127,3 +129,16 @@ def test_lenient_date_parsing() -> None:
     assert auth.parse_date("2024-01-02T03:04:05Z") == 1704164645
     assert auth.parse_date("yesterday") is None
     assert auth.format_date(1704164645.678) == "2024-01-02T03:04:05.678Z"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64), st.integers(0, 200), st.integers(0, 255))
+def test_garbage_only_raises_plainbuffer_error(suffix: bytes, cut: int, flip: int) -> None:
+    good = codec.encode_row([("pk", "k"), ("n", 7)], [("a", "x" * 20, None, 5), ("b", 1.5, None, 6)], False,
+                            (0, 10, 0))
+    variants = [good[:cut], codec.HEADER + suffix, good + suffix]
+    if cut < len(good):
+        variants.append(good[:cut] + bytes([good[cut] ^ (flip or 1)]) + good[cut + 1:])
+    for data in variants:
+        with contextlib.suppress(PlainBufferError):  # any other exception fails the test
+            codec.decode_row(data)
