@@ -11,7 +11,7 @@ import pytest
 from airflow_tablestore.client.errors import InvalidParameterError
 from airflow_tablestore.client.model import ChannelStatus, Column, Record, TunnelStage, TunnelType
 from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client.tunnel import Channel, TunnelClient
 from airflow_tablestore.client.worker import ChannelContext, TunnelWorker, TunnelWorkerError
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
@@ -190,3 +190,32 @@ def test_local_heartbeat_watchdog_reconnects(
                  workers=[worker])
         assert worker.client_id not in (None, first_client)
     assert worker.error is None
+
+
+def test_closing_channel_stops_flushes_and_reports_close(
+    table_client: Any, tunnel_client: TunnelClient, unique: str
+) -> None:
+    table = f"{unique}c"
+    table_client.create_table(table_schema(table))
+    tunnel_id = tunnel_client.create_tunnel(table, "c", TunnelType.STREAM)
+    processor = RecordingProcessor()
+    # Periodic checkpoints effectively off: only the flush on close can store progress.
+    with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config(checkpoint_interval_s=3600)) as worker:
+        wait_for(lambda: len(worker.owned_channels()) == 2, "two stream channels", workers=[worker])
+        for i in range(30):
+            table_client.put_row(table, (("pk", "c"), ("n", i)), [Column("v", i, BASE_MS)])
+        wait_for(lambda: len(processor.records) == 30, "the writes", workers=[worker])
+        target = processor.batches[0][0]  # the channel that got the writes (one partition key)
+        delivered_on_target = sum(len(b) for cid, b in processor.batches if cid == target)
+        probe = tunnel_client.connect(tunnel_id, timeout_s=30, client_tag="probe")
+        token_before, seq_before = tunnel_client.get_checkpoint(tunnel_id, probe, target)
+        tunnel_client.schedule(tunnel_id, [Channel(target, 0, ChannelStatus.CLOSING)])  # suspend it
+        wait_for(lambda: target not in worker.owned_channels(), "the worker to let the channel go",
+                 workers=[worker])
+        wait_for(lambda: next(c for c in tunnel_client.describe_tunnel(table, "c").channels
+                              if c.channel_id == target).status is ChannelStatus.CLOSE,
+                 "the CLOSE report", workers=[worker])
+        token_after, seq_after = tunnel_client.get_checkpoint(tunnel_id, probe, target)
+    assert delivered_on_target > 0
+    assert seq_after > seq_before and token_after != token_before  # the last processed token was flushed
+    tunnel_client.shutdown(tunnel_id, probe)

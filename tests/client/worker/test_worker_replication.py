@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -126,3 +127,28 @@ def test_factory_gets_one_processor_per_channel_and_shutdowns(tunnel_client: Tun
                              for c in tunnel_client.describe_tunnel(table, "f").channels), "base channels")
     assert len(set(made)) == 3 and sorted(closed) == sorted(made)
     assert len({r.primary_key for r in seen}) == 85
+
+
+def test_max_channel_parallel_bounds_concurrent_processing(tunnel_client: TunnelClient, table_client: Any,
+                                                           unique: str) -> None:
+    table = f"{unique}m"
+    table_client.create_table(table_schema(table))
+    load_base_rows(table_client, table, 100)  # 3 base channels, 4 reads each
+    tunnel_id = tunnel_client.create_tunnel(table, "m", TunnelType.BASE_DATA)
+    lock = threading.Lock()
+    active = peak = 0
+    keys: set[Any] = set()
+
+    def slow(records: list[Any], ctx: Any) -> None:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(0.05)  # long enough for the other channels' batches to be ready meanwhile
+        with lock:
+            active -= 1
+            keys.update(r.primary_key for r in records)
+
+    with TunnelWorker(tunnel_client, tunnel_id, CallbackProcessor(slow), fast_config(max_channel_parallel=1)):
+        wait_for(lambda: len(keys) == 100, "all rows")
+    assert peak == 1
