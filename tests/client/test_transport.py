@@ -252,3 +252,18 @@ def test_repr_of_transport_and_errors_hide_secrets(scripted: Any) -> None:
         transport.call("/ListTable", None, table_pb2.ListTableResponse, idempotent=True)
     for text in (repr(transport), str(info.value), repr(info.value), repr(transport.credentials)):
         assert SECRET not in text and TOKEN not in text
+
+
+def test_proxy_environment_is_honoured(scripted: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = table_pb2.ListTableResponse(table_names=["via-proxy"]).SerializeToString()
+    scripted.script(scripted.Reply(200, body))
+    monkeypatch.setenv("HTTP_PROXY", scripted.endpoint)
+    monkeypatch.setenv("http_proxy", scripted.endpoint)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with _transport("http://tablestore.example.invalid/prefix") as transport:
+        answer = transport.call("/ListTable", None, table_pb2.ListTableResponse, idempotent=True)
+    assert list(answer.table_names) == ["via-proxy"]
+    (seen,) = scripted.requests
+    assert seen.path == "http://tablestore.example.invalid/prefix/ListTable"  # absolute URI: proxied
+    assert seen.headers["x-ots-signature"] == auth.sign_v2(SECRET, "/ListTable", seen.headers)
