@@ -219,3 +219,21 @@ def test_closing_channel_stops_flushes_and_reports_close(
     assert delivered_on_target > 0
     assert seq_after > seq_before and token_after != token_before  # the last processed token was flushed
     tunnel_client.shutdown(tunnel_id, probe)
+
+
+def test_deleted_tunnel_is_fatal_with_advice(table_client: Any, tunnel_client: TunnelClient, unique: str) -> None:
+    worker = TunnelWorker(tunnel_client, "no-such-tunnel-id", RecordingProcessor(), fast_config())
+    with pytest.raises(TunnelWorkerError) as missing:
+        worker.run()
+    assert missing.value.code == "OTSParameterInvalid" and "does not exist" in str(missing.value)
+
+    table = f"{unique}d"
+    table_client.create_table(table_schema(table))
+    tunnel_id = tunnel_client.create_tunnel(table, "d", TunnelType.STREAM)
+    running = TunnelWorker(tunnel_client, tunnel_id, RecordingProcessor(), fast_config()).start()
+    wait_for(lambda: len(running.owned_channels()) == 2, "two stream channels", workers=[running])
+    tunnel_client.delete_tunnel(table, "d")
+    with pytest.raises(TunnelWorkerError) as deleted:
+        running.join(timeout=60)
+    assert deleted.value.code == "OTSParameterInvalid" and not running.is_alive()
+    assert tunnel_id in str(deleted.value)
