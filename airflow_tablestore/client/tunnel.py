@@ -95,6 +95,13 @@ def is_stream_token(token: str) -> bool:
         return False
 
 
+def _enum(cls: Any, value: str, what: str) -> Any:
+    try:
+        return cls(value)
+    except ValueError:
+        raise TablestoreClientError(f"the service returned an unknown {what} {value!r}") from None
+
+
 def _tunnel_info(msg: Any) -> TunnelInfo:
     cfg = msg.stream_tunnel_config if msg.HasField("stream_tunnel_config") else None
     return TunnelInfo(
@@ -102,8 +109,8 @@ def _tunnel_info(msg: Any) -> TunnelInfo:
         tunnel_name=msg.tunnel_name,
         table_name=msg.table_name,
         instance_name=msg.instance_name,
-        tunnel_type=TunnelType(msg.tunnel_type),
-        stage=TunnelStage(msg.stage),
+        tunnel_type=_enum(TunnelType, msg.tunnel_type, "tunnel type"),
+        stage=_enum(TunnelStage, msg.stage, "tunnel stage"),
         stream_id=msg.stream_id,
         expired=msg.expired,
         create_time_ns=msg.create_time,
@@ -116,7 +123,8 @@ def _channel_info(msg: Any) -> ChannelInfo:
     return ChannelInfo(
         channel_id=msg.channel_id,
         channel_type=msg.channel_type,
-        status=ChannelStatus(msg.channel_status) if msg.channel_status else ChannelStatus.WAIT,
+        status=_enum(ChannelStatus, msg.channel_status, "channel status") if msg.channel_status
+        else ChannelStatus.WAIT,
         client_id=msg.client_id or None,
         consume_point_ns=msg.channel_rpo,
         row_count=msg.channel_count,
