@@ -11,7 +11,6 @@ by the transport on 5xx/network errors; state-changing calls are not.
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from types import TracebackType
@@ -91,7 +90,7 @@ def is_stream_token(token: str) -> bool:
         wrapper = tunnel_pb2.Token.FromString(base64.b64decode(token, validate=False))
         content_cls = tunnel_pb2.TokenContent if wrapper.version == 1 else tunnel_pb2.TokenContentV2
         return bool(content_cls.FromString(wrapper.content).iterator)
-    except (binascii.Error, ValueError, Exception):  # noqa: BLE001 - protobuf DecodeError varies by runtime
+    except Exception:  # noqa: BLE001 - binascii.Error, DecodeError (varies by protobuf runtime), ...
         return False
 
 
