@@ -57,7 +57,8 @@ class Channel(NamedTuple):
 
 
 class ReadResult(NamedTuple):
-    """One ReadRecords answer. ``size_bytes`` is the serialized response size (the SDKs' "enough data" rule)."""
+    """One ReadRecords answer. ``may_more`` is the server's ``may_more_record`` hint (None when it sent none);
+    ``size_bytes`` is the serialized response size (both feed the SDKs' "enough data" rule)."""
 
     records: list[Record]
     next_token: str
