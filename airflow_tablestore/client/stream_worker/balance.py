@@ -45,7 +45,9 @@ def plan(leases: list[Lease], me: str, observer: LeaseObserver, now: float,
     live = {lease.owner for lease in active if lease.owner and not observer.expired(lease, now, duration)}
     live.add(me)
     target = math.ceil(len(active) / len(live))
-    mine = sum(1 for lease in active if lease.owner == me or (lease.stealer == me and lease.owner))
+    # leases we asked for count as ours while their owner is alive to hand them over
+    mine = sum(1 for lease in active if lease.owner == me or (
+        lease.stealer == me and lease.owner and not observer.expired(lease, now, duration)))
     available = [lease for lease in active
                  if lease.owner != me and observer.expired(lease, now, duration)]
     # free leases first, then expired ones; shards with no parents before children (they can start now)

@@ -88,7 +88,16 @@ class LeaseHolder:
         return self._apply(lambda lease: self.manager.checkpoint(lease, value))
 
     def release(self) -> Lease:
-        return self._apply(lambda lease: self.manager.release(lease, self.handoff_to))
+        return self._apply(lambda lease: self.manager.release(lease, self._current_stealer(lease)))
+
+    def _current_stealer(self, lease: Lease) -> str:
+        """The stealer still asking for the lease right now (a worker may have withdrawn at its shutdown)."""
+        if not self.handoff_to:
+            return ""
+        fresh = self.manager.get(lease.stream_id, lease.shard_id)
+        if fresh is None or fresh.stealer in ("", lease.owner):
+            return ""
+        return fresh.stealer
 
 
 class ShardCheckpointer:

@@ -10,6 +10,7 @@ shard's :class:`ShardConsumer` to a thread pool. A shard starts only when all it
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -291,8 +292,21 @@ class StreamWorker:
         if delay is None or delay == 0.0:
             self._wake.set()
 
+    def _withdraw_steal_requests(self) -> None:
+        """A stopping worker must not be handed leases: clear ``LeaseStealer`` where it names us."""
+        if self.stream_id is None:
+            return
+        try:
+            for lease in self.leases.list(self.stream_id):
+                if lease.stealer == self.worker_id and lease.owner:
+                    with contextlib.suppress(LeaseLostError):
+                        self.leases.request_steal(lease, "")
+        except TablestoreError as exc:
+            log.warning("could not withdraw steal requests (%s); the owners will hand over to nobody", exc)
+
     def _stop_consumers(self) -> None:
         """Shutdown path: wait for in-flight steps, then shut every consumer down with REQUESTED."""
+        self._withdraw_steal_requests()
         with self._lock:
             consumers = list(self._consumers.values())
         for consumer in consumers:
