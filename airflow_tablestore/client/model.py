@@ -321,6 +321,11 @@ class TunnelInfo:
     stream_start_ns: int | None = None
     stream_end_ns: int | None = None
 
+    @property
+    def create_time(self) -> datetime | None:
+        """Creation time as an aware UTC ``datetime``."""
+        return ns_to_datetime(self.create_time_ns)
+
 
 @dataclass(frozen=True)
 class ChannelInfo:

@@ -83,6 +83,8 @@ def test_create_describe_list_get_id_delete(tc: TunnelClient, tables: Any) -> No
     assert desc.tunnel.tunnel_type is TunnelType.BASE_AND_STREAM
     assert desc.tunnel.stage in (TunnelStage.INIT, TunnelStage.PROCESS_BASE_DATA)
     assert desc.tunnel.create_time_ns > to_ns(datetime.now(UTC) - timedelta(hours=1))
+    created = desc.tunnel.create_time
+    assert created is not None and abs(created - datetime.now(UTC)) < timedelta(hours=1)
     base = [c for c in desc.channels if c.channel_type == "BaseData"]
     assert len(base) == 3  # 25 rows, 10 rows per base channel
     assert all(c.status is ChannelStatus.WAIT and c.client_id is None for c in base)
