@@ -52,7 +52,8 @@ CREATE INDEX IF NOT EXISTS stream_log_part ON stream_log(partition_id, seq);
 CREATE INDEX IF NOT EXISTS stream_log_ts ON stream_log(stream_id, ts_us);
 CREATE TABLE IF NOT EXISTS stream_partitions(partition_id TEXT PRIMARY KEY, stream_id TEXT NOT NULL,
     table_name TEXT NOT NULL, hash_lo INTEGER NOT NULL, hash_hi INTEGER NOT NULL, parents TEXT NOT NULL,
-    closed INTEGER NOT NULL DEFAULT 0, created_seq INTEGER NOT NULL, closed_seq INTEGER);
+    closed INTEGER NOT NULL DEFAULT 0, created_seq INTEGER NOT NULL, closed_seq INTEGER,
+    trimmed_seq INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS snapshots(sid INTEGER PRIMARY KEY AUTOINCREMENT, table_name TEXT NOT NULL,
     tid INTEGER NOT NULL, stream_seq INTEGER NOT NULL, ts_us INTEGER NOT NULL, schema TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS snap_rows(sid INTEGER NOT NULL, key BLOB NOT NULL, data BLOB NOT NULL,
@@ -247,6 +248,9 @@ class Store:
         self._txn: WriteTxn | None = None
         self._writer = self._connect()
         self._writer.executescript(_SCHEMA)
+        columns = {r[1] for r in self._writer.execute("PRAGMA table_info(stream_partitions)")}
+        if "trimmed_seq" not in columns:
+            self._writer.execute("ALTER TABLE stream_partitions ADD COLUMN trimmed_seq INTEGER NOT NULL DEFAULT 0")
         self._readers: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
@@ -531,8 +535,22 @@ class Store:
         self._last_trim[info.stream_id] = now
         horizon = self.retention_start_us(table)
         with self.write() as txn:
+            for pid, max_seq in txn.execute(
+                "SELECT partition_id, MAX(seq) FROM stream_log WHERE stream_id=? AND ts_us<? GROUP BY partition_id",
+                (info.stream_id, horizon),
+            ):
+                txn.execute("UPDATE stream_partitions SET trimmed_seq=MAX(trimmed_seq, ?) WHERE partition_id=?",
+                            (max_seq, pid))
             cur = txn.conn.execute("DELETE FROM stream_log WHERE stream_id=? AND ts_us<?", (info.stream_id, horizon))
+            if cur.rowcount:
+                log.info("trimmed %d expired stream records of table %s", cur.rowcount, table)
             return cur.rowcount
+
+    def trimmed_seq(self, table: str, partition_id: str) -> int:
+        """Highest seq of the partition removed by retention (0 if none): positions below it are gone."""
+        self.trim_stream(table)
+        rows = self.query("SELECT trimmed_seq FROM stream_partitions WHERE partition_id=?", (partition_id,))
+        return int(rows[0][0]) if rows else 0
 
     def read_stream(self, table: str, partition_id: str, after_seq: int, limit: int) -> list[StreamEntry]:
         """Up to ``limit`` retained records of one partition with ``seq > after_seq``, in seq order."""

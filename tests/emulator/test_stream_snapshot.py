@@ -285,3 +285,29 @@ def test_public_stream_api(emulator: EmulatorProcess, wire: Wire) -> None:
     iterator = wire.call("GetShardIterator", pb.GetShardIteratorRequest(stream_id=sid, shard_id=parent)).shard_iterator
     resp = wire.call("GetStreamRecord", pb.GetStreamRecordRequest(shard_iterator=iterator, limit=1000))
     assert resp.stream_records and not resp.HasField("next_shard_iterator")
+
+
+def test_trimmed_seq_marks_lost_positions(tmp_path: Path) -> None:
+    store, api = _api(tmp_path)
+    try:
+        _create(api, "trim")
+        h = api.handlers()
+
+        def write(i: int) -> None:
+            req = pb.PutRowRequest(table_name="trim", row=codec.encode_row([("pk", 1)], [("v", i, None, None)]))
+            req.condition.row_existence = 0
+            h["/PutRow"](req.SerializeToString())
+
+        write(1)
+        write(2)
+        (pid,) = {p.partition_id for p in store.stream_partitions("trim")
+                  if store.read_stream("trim", p.partition_id, 0, 10)}
+        assert store.trimmed_seq("trim", pid) == 0
+        api.clock.advance(25 * 3600)  # beyond the 24 h retention
+        write(3)
+        assert store.trim_stream("trim", force=True) == 2
+        assert store.trimmed_seq("trim", pid) == 2
+        assert [e.seq for e in store.read_stream("trim", pid, 0, 10)] == [3]
+        assert store.oldest_retained_us("trim", pid) == store.read_stream("trim", pid, 0, 1)[0].timestamp_us
+    finally:
+        store.close()
