@@ -719,6 +719,8 @@ class TableApi:
                         if type_name(current) != "INTEGER":
                             raise parameter_invalid(f"Column '{c.name}' to increment is not an INTEGER.")
                         value, ts = current + c.value, now_ms
+                        if not -(2**63) <= value < 2**63:
+                            raise parameter_invalid(f"Column '{c.name}' increment overflows int64.")
                     else:
                         value, ts = c.value, c.ts if c.ts is not None else now_ms
                     versions = [v for v in cols.get(c.name, []) if v[0] != ts]

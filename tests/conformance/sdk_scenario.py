@@ -213,6 +213,13 @@ def update_row_all_ops() -> None:
         lambda: client.update_row(TYPES, Row(types_pk("absent"), {"put": [("x", 1)]}), Condition("EXPECT_EXIST")),
         403,
     )
+    # An increment past int64 is a parameter error, not a server error.
+    client.put_row(TYPES, Row(types_pk("max"), [("n", 2**63 - 1)]))
+    expect_error(
+        "OTSParameterInvalid",
+        lambda: client.update_row(TYPES, Row(types_pk("max"), {"increment": [("n", 1)]}), Condition("IGNORE")),
+        400,
+    )
 
 
 @step
