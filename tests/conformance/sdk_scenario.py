@@ -424,6 +424,34 @@ def auto_increment_filters_versions_update_table() -> None:
 
 
 @step
+def async_client() -> None:
+    # aiohttp transport: sends Content-Type, Accept and gzip Accept-Encoding, unlike the sync client.
+    import asyncio
+
+    from tablestore import AsyncOTSClient
+
+    name = "sdk_async_" + MODE
+
+    async def scenario() -> None:
+        aclient = AsyncOTSClient(ENDPOINT, AK_ID, AK_SECRET, INSTANCE, retry_policy=NoRetryPolicy())
+        try:
+            await aclient.create_table(
+                TableMeta(name, [("id", "INTEGER")]), TableOptions(), ReservedThroughput(CapacityUnit(0, 0))
+            )
+            assert name in await aclient.list_table()
+            await aclient.put_row(name, Row([("id", 1)], [("x", "y"), ("b", bytearray(b"\x00"))]))
+            _, row, _ = await aclient.get_row(name, [("id", 1)])
+            assert [(n, v) for n, v, _ in row.attribute_columns] == [("b", bytearray(b"\x00")), ("x", "y")]
+            _, next_pk, rows, _ = await aclient.get_range(name, "FORWARD", [("id", INF_MIN)], [("id", INF_MAX)])
+            assert next_pk is None and len(rows) == 1
+            await aclient.delete_table(name)
+        finally:
+            await aclient.close()
+
+    asyncio.run(scenario())
+
+
+@step
 def signing_v4_and_sts() -> None:
     v4 = OTSClient(ENDPOINT, AK_ID, AK_SECRET, INSTANCE, region="cn-hangzhou", retry_policy=NoRetryPolicy())
     assert isinstance(v4.list_table(), tuple)

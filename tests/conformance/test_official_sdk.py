@@ -2,7 +2,8 @@
 
 The scenario (``sdk_scenario.py``) runs inside ``.oracle-venv`` and asserts everything itself: DDL, every
 value type, updates with every op, deletes, conditions, batch writes with a failing row, batch gets, paginated
-ranges, error codes, auto-increment keys, read filters, versions and time ranges, UpdateTable, V4 signing, byte-identical PlainBuffer against the SDK's encoder, and the project's
+ranges, error codes, auto-increment keys, read filters, versions and time ranges, UpdateTable, the aiohttp
+client, V4 signing, byte-identical PlainBuffer against the SDK's encoder, and the project's
 generated protobuf modules under the SDK's protobuf 5.x. It runs once with the SDK's pure-Python PlainBuffer
 decoder and once with its C parser (no fallback), which is the strictest CRC check we have.
 """
@@ -31,6 +32,7 @@ EXPECTED_STEPS = {
     "delete_tables",
     "project_protobuf_modules_under_sdk_protobuf",
     "auto_increment_filters_versions_update_table",
+    "async_client",
     "signing_v4_and_sts",
     "codec_matches_sdk",
 }
