@@ -207,6 +207,7 @@ def airflow_env(home: Path, emulator: Any, *, spark_master: str = "local[*]") ->
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "TABLESTORE_SPARK_LOG_LEVEL": "ERROR",
+        "SPARK_LOCAL_IP": "127.0.0.1",  # everything runs on loopback
     })
     return env
 

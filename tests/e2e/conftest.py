@@ -1,0 +1,151 @@
+"""End-to-end fixtures: a real emulator, real ``spark-submit`` (local[2]) and real ``airflow dags test``."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_tablestore import demo
+from airflow_tablestore.client.model import MAX_TIME_DEVIATION, Record, RowWrite
+from airflow_tablestore.client.table import TableClient
+from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.emulator.testing import EmulatorProcess
+from airflow_tablestore.spark.consumer import application_path
+
+BIN = Path(sys.executable).parent
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[EmulatorProcess]:
+    with EmulatorProcess(extra_args=["--base-channel-rows", "500", "--stream-partitions", "2",
+                                     "--max-read-records", "50"]) as emu:
+        yield emu
+
+
+@pytest.fixture(scope="module")
+def table_client(emulator: EmulatorProcess) -> Iterator[TableClient]:
+    with TableClient(**emulator.client_kwargs) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def tunnel_client(emulator: EmulatorProcess) -> Iterator[TunnelClient]:
+    with TunnelClient(**emulator.client_kwargs) as client:
+        yield client
+
+
+@pytest.fixture
+def unique() -> Any:
+    return lambda prefix: f"{prefix}_{next(_names)}"
+
+
+def consumer_env(emulator: EmulatorProcess) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLESTORE_")}
+    env.update({
+        "TABLESTORE_ENDPOINT": emulator.endpoint,
+        "TABLESTORE_INSTANCE": emulator.instance,
+        "TABLESTORE_ACCESS_KEY_ID": emulator.access_key_id,
+        "TABLESTORE_ACCESS_KEY_SECRET": emulator.access_key_secret,
+        "PATH": str(BIN) + os.pathsep + env.get("PATH", ""),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "TABLESTORE_SPARK_LOG_LEVEL": "ERROR",
+        "SPARK_LOCAL_IP": "127.0.0.1",  # loopback only; also makes Python workers start much faster here
+    })
+    return env
+
+
+FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""Driver JVM options that halve Spark start-up on a small machine (tests only: C1 JIT)."""
+
+
+@dataclasses.dataclass
+class ConsumerRun:
+    returncode: int
+    output: str
+    killed: bool
+
+
+def run_consumer(emulator: EmulatorProcess, args: Sequence[str], *, kill_when: str | None = None,
+                 timeout: float = 300) -> ConsumerRun:
+    """``spark-submit --master local[2] consumer.py ARGS``; with ``kill_when`` (a regex), SIGKILL the whole
+    process group (JVM, Python driver, Python workers) as soon as a log line matches."""
+    cmd = [str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+           "--driver-java-options", FAST_JVM, application_path(), *args]
+    proc = subprocess.Popen(cmd, env=consumer_env(emulator), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    lines: list[str] = []
+    killed = threading.Event()
+    pattern = re.compile(kill_when) if kill_when else None
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if pattern is not None and not killed.is_set() and pattern.search(line):
+                killed.set()
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        raise AssertionError("consumer timed out:\n" + "".join(lines[-80:])) from None
+    finally:
+        reader.join(10)
+    if killed.is_set():
+        time.sleep(0.5)  # let the group die completely
+    return ConsumerRun(proc.returncode, "".join(lines), killed.is_set())
+
+
+def make_source(table_client: TableClient, tunnel_client: TunnelClient, name: str, tunnel: str, rows: int) -> None:
+    demo.create_source_table(table_client, name)
+    demo.load_rows(table_client, name, rows)
+    tunnel_client.create_tunnel(name, tunnel)
+
+
+def make_replica(table_client: TableClient, source: str, replica: str) -> None:
+    desc = table_client.describe_table(source)
+    options = dataclasses.replace(desc.schema.options, max_time_deviation=MAX_TIME_DEVIATION)
+    table_client.create_table(dataclasses.replace(desc.schema, name=replica, stream=None, options=options))
+
+
+def change_key(action: str, pk: Any, columns: Any) -> tuple[Any, ...]:
+    return (action, pk, tuple(sorted((c.name, repr(c.value), c.timestamp, int(c.op)) for c in columns)))
+
+
+def write_key(write: RowWrite) -> tuple[Any, ...]:
+    action = {"PUT": "PUT_ROW", "UPDATE": "UPDATE_ROW", "DELETE": "DELETE_ROW"}[write.type.value]
+    return change_key(action, write.primary_key, write.columns)
+
+
+def stream_changes(records: list[Record]) -> Counter[tuple[Any, ...]]:
+    return Counter(change_key(r.action.name, r.primary_key, r.columns) for r in records if r.sequence is not None)
+
+
+def base_rows(records: list[Record]) -> dict[Any, tuple[Any, ...]]:
+    """Base-data records as a snapshot; fails on a duplicate primary key."""
+    out: dict[Any, tuple[Any, ...]] = {}
+    for r in records:
+        if r.sequence is None:
+            assert r.primary_key not in out, f"base record {r.primary_key} written twice"
+            out[r.primary_key] = tuple(sorted(((c.name, c.value, c.timestamp) for c in r.columns),
+                                              key=lambda c: (c[0], c[2] or 0, repr(c[1]))))
+    return out
