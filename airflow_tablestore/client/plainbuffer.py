@@ -103,7 +103,6 @@ _INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1
 
 _U32 = struct.Struct("<I")
-_I32 = struct.Struct("<i")
 _I64 = struct.Struct("<q")
 _F64 = struct.Struct("<d")
 _SEQ = struct.Struct("<BIBiBqBi")  # 0C len 0D epoch 0E ts 0F row_index
@@ -120,7 +119,6 @@ _last_timestamp: tuple[int | None, bytes, int] = (None, b"", 0)  # (timestamp, 0
 _unpack_u32 = _U32.unpack_from
 _unpack_i64 = _I64.unpack_from
 _unpack_f64 = _F64.unpack_from
-_unpack_i32 = _I32.unpack_from
 _pack_u32 = _U32.pack
 _pack_i64 = _I64.pack
 
@@ -612,21 +610,14 @@ def _encode_row_into(out: list[bytes], row: Row) -> None:
         out.append(b"\x02")
         for column in row.columns:
             if type(column) is not Column:
-                column = Column(*column)
+                column = _as_column(column)
             column_name, column_value, timestamp, cell_op = column
-            op = int(cell_op)
-            if op == CellOp.PUT or op == CellOp.INCREMENT:
+            if cell_op is _CELL_OP_PUT:
                 if column_value is None:
-                    raise TablestoreClientError(
-                        f"column {column_name!r}: a {CellOp(op).name} cell needs a value"
-                    )
-            elif op in _OPS_BY_BYTE:
-                if column_value is not None:
-                    raise TablestoreClientError(
-                        f"column {column_name!r}: a {CellOp(op).name} cell takes no value"
-                    )
+                    raise TablestoreClientError(f"column {column_name!r}: a PUT cell needs a value")
+                op = 0
             else:
-                raise TablestoreClientError(f"column {column_name!r}: unknown cell op {cell_op!r}")
+                op = _checked_op(column_name, column_value, cell_op)
             crc = _encode_cell(out, column_name, column_value, timestamp, op, primary_key=False)
             row_crc = table[row_crc ^ crc]
     if row.delete_marker:
@@ -637,6 +628,31 @@ def _encode_row_into(out: list[bytes], row: Row) -> None:
     if row.sequence is not None:
         out.append(_encode_sequence(row.sequence))
     out.append(bytes((TAG_ROW_CHECKSUM, row_crc)))
+
+
+def _as_column(column: Any) -> Column:
+    try:
+        return Column(*column)
+    except TypeError:
+        raise TablestoreClientError(
+            f"columns must be Column(name, value, timestamp, op) tuples, got {column!r}"
+        ) from None
+
+
+def _checked_op(name: str, value: Any, cell_op: Any) -> int:
+    """The op byte of a cell (0 for PUT), after checking that the value fits the op."""
+    try:
+        op = CellOp(cell_op)
+    except ValueError:
+        raise TablestoreClientError(f"column {name!r}: unknown cell op {cell_op!r}") from None
+    if op in (CellOp.PUT, CellOp.INCREMENT):
+        if value is None:
+            raise TablestoreClientError(f"column {name!r}: {op.name} cells need a value")
+    elif value is not None:
+        raise TablestoreClientError(f"column {name!r}: {op.name} cells take no value")
+    if op == CellOp.INCREMENT and (not isinstance(value, int) or isinstance(value, bool)):
+        raise TablestoreClientError(f"column {name!r}: INCREMENT needs an int, got {type(value).__name__}")
+    return int(op)
 
 
 def _encode_sequence(sequence: SequenceInfo) -> bytes:

@@ -441,9 +441,14 @@ def test_bad_utf8() -> None:
         (Row((("pk", 1),), (Column("c", -(2**63) - 1),)), "column 'c': integer"),
         (Row((("pk", 1),), (Column("c", INF_MAX),)), "column 'c': INF_MAX is only allowed in a primary key"),  # type: ignore[arg-type]
         (Row((("pk", 1),), (Column("c", None),)), "column 'c': a PUT cell needs a value"),
-        (Row((("pk", 1),), (Column("c", 1, None, CellOp.DELETE_ALL_VERSIONS),)), "takes no value"),
+        (Row((("pk", 1),), (Column("c", 1, None, CellOp.DELETE_ALL_VERSIONS),)), "DELETE_ALL_VERSIONS cells take no value"),
         (Row((("pk", 1),), (Column("c", 1, "now"),)), "column 'c': timestamp must be an int"),  # type: ignore[arg-type]
         (Row((("pk", 1),), (), False, SequenceInfo(2**31, 0, 0)), "epoch"),
+        (Row((("pk", 1),), (Column("c", 1, None, 7),)), "column 'c': unknown cell op 7"),  # type: ignore[arg-type]
+        (Row((("pk", 1),), (Column("c", "x", None, CellOp.INCREMENT),)), "INCREMENT needs an int, got str"),
+        (Row((("pk", 1),), (Column("c", None, None, CellOp.INCREMENT),)), "column 'c': INCREMENT cells need a value"),
+        (Row((("pk", 1),), (("c", 1, None, 0, "extra"),)), "columns must be Column"),  # type: ignore[arg-type]
+        (Row((("pk", 1, 2),)), "primary key entries must be (name, value) pairs"),  # type: ignore[arg-type]
     ],
 )
 def test_encode_rejects(row: Row, fragment: str) -> None:
