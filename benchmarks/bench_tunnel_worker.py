@@ -13,7 +13,8 @@ tunnels (one fresh tunnel per measurement, ``rows / channel_rows`` channels). Ti
 4. the sequential bare loop again under cProfile, summarised as emulator wait (socket) vs HTTP/transport vs
    protobuf parse vs PlainBuffer decode.
 
-Every drain is checked to deliver exactly ``rows`` records. Ratios are against the parallel bare loop.
+Every drain is checked to deliver exactly ``rows`` records. Ratios are against the parallel bare loop. The run
+writes ``benchmarks/results/tunnel_worker.md`` (``--no-write`` to only print).
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from __future__ import annotations
 import argparse
 import cProfile
 import functools
+import os
 import pstats
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from airflow_tablestore.client.model import (
@@ -50,6 +53,7 @@ from airflow_tablestore.client.worker import (
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
 TABLE = "bench_worker"
+RESULTS_FILE = Path(__file__).resolve().parent / "results" / "tunnel_worker.md"
 
 
 def load(tables: TableClient, rows: int) -> None:
@@ -180,6 +184,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--channel-rows", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved repetitions (best of) per variant")
+    ap.add_argument("--no-write", action="store_true", help=f"do not write {RESULTS_FILE.name}")
     args = ap.parse_args()
     extra = ["--base-channel-rows", str(args.channel_rows), "--log-level", "WARNING"]
     with EmulatorProcess(extra_args=extra) as emu:
@@ -199,6 +204,7 @@ def main() -> None:
         }
         results = [timed("bare ReadRecords+decode, sequential", lambda: bare_sequential(tc, ids["seq"]), args.rows)]
         best: dict[str, dict[str, Any]] = {}
+        per_round: dict[str, list[float]] = {"par": [], "w1_": [], "w0_": []}
         for r in range(rounds):  # interleaved rounds, best of each kind: less sensitive to machine noise
             for kind in ("par", "w1_", "w0_"):
                 tid = ids[f"{kind}{r}"]
@@ -209,6 +215,7 @@ def main() -> None:
                     res = timed(labels[kind], functools.partial(run_worker, tc, tid, args.rows, ra), args.rows)
                     stop_workers()
                 print(f"  round {r + 1}: {res['label']}: {res['rps']:.0f} records/s", flush=True)
+                per_round[kind].append(res["rps"])
                 if kind not in best or res["rps"] > best[kind]["rps"]:
                     best[kind] = res
         results += [best["par"], best["w1_"], best["w0_"]]
@@ -232,6 +239,62 @@ def main() -> None:
     print("top functions by own time:")
     for line in top:
         print("  " + line)
+    if not args.no_write:
+        RESULTS_FILE.write_text(render_report(args, channels, results, best, per_round, buckets, top, wall))
+        print(f"\nwrote {RESULTS_FILE}")
+
+
+def render_report(args: argparse.Namespace, channels: int, results: list[dict[str, Any]],
+                  best: dict[str, dict[str, Any]], per_round: dict[str, list[float]],
+                  buckets: list[tuple[str, float]], top: list[str], wall: float) -> str:
+    """The Markdown of ``benchmarks/results/tunnel_worker.md`` for this run."""
+    baseline = best["par"]["rps"]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    cmd = (f"`.venv/bin/python -m benchmarks.bench_tunnel_worker --rows {args.rows} "
+           f"--channel-rows {args.channel_rows} --rounds {args.rounds}`")
+    out = [
+        "# TunnelWorker", "",
+        f"Command: {cmd} (writes this file; `--no-write` only prints).", "",
+        f"One emulator process (`--base-channel-rows {args.channel_rows}`, 1,000 records per ReadRecords), a "
+        f"table of {args.rows:,} rows (int key + 4 small columns) read through fresh BaseData tunnels "
+        f"({channels} channels), one client process, 2 vCPUs shared with the emulator and whatever else ran "
+        f"(load average {load:.1f} at the end of this run). The variants are interleaved over "
+        f"{args.rounds} rounds and the best of each is kept; every measurement is checked to deliver exactly "
+        f"{args.rows:,} records. The worker is timed from `start()` to its last record processed (connect, "
+        "first heartbeat, GetCheckpoint of every channel and its checkpoints included; shutdown not).", "",
+        "| measurement | seconds | records/s | MB/s | vs parallel bare loop |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for res in results:
+        out.append(f"| {res['label']} | {res['seconds']:.2f} | {res['rps']:,.0f} | {res['mbps']:.2f} | "
+                   f"{res['rps'] / baseline:.2f}x |")
+    out += ["", "Per round (records/s): " + "; ".join(
+        f"{name}: " + " / ".join(f"{v:,.0f}" for v in per_round[kind])
+        for kind, name in (("par", "bare parallel"), ("w1_", "worker read_ahead=1"),
+                           ("w0_", "worker read_ahead=0"))) + ".", ""]
+    for kind in ("w1_", "w0_"):
+        overhead = 1 - best[kind]["rps"] / baseline
+        out.append(f"- **Framework overhead**, {best[kind]['label']}: **{overhead * 100:+.1f} %** vs the bare "
+                   "loop with equal parallelism (target < 10 %; negative = faster).")
+    seq = results[0]
+    out += [
+        "",
+        f"**Emulator ReadRecords throughput** (single client, sequential): {seq['rps']:,.0f} records/s, "
+        f"{seq['mbps']:.1f} MB/s; with {channels} concurrent channels {baseline:,.0f} records/s, "
+        f"{best['par']['mbps']:.1f} MB/s.", "",
+        f"## Where the time goes (cProfile of the sequential bare loop, client process, {wall:.1f} s)", "",
+        "| bucket | own time |", "|---|---:|",
+    ]
+    out += [f"| {name} | {secs:.2f} s |" for name, secs in buckets]
+    out += ["", "Top functions by own time:", "", "```"] + top + ["```", ""]
+    out += [
+        "Socket waits are the emulator working (and the transfer); PlainBuffer decoding is pure Python "
+        "(~10 µs per record); HTTP and protobuf are minor. The worker adds no per-record work: per batch one "
+        "queue hand-off (read_ahead ≥ 1), one metrics update and, every `checkpoint_interval_s`, one "
+        "Checkpoint. With `read_ahead=1` the reader thread overlaps the next ReadRecords with processing, "
+        "which is why the worker can beat a bare loop with the same number of threads.", "",
+    ]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
