@@ -137,6 +137,7 @@ class WriteOp:
     column_condition: Node | None
     return_pk: bool
     size: int
+    return_columns: tuple[str, ...] | None = None  # RT_AFTER_MODIFY: PK + these columns after the write
 
 
 class TableApi:
@@ -677,9 +678,10 @@ class TableApi:
             raise parameter_invalid(f"Invalid expect:{pb.RowExistenceExpectation.Name(rex)} when modify row with pk auto increment.")
         node = parse_filter(condition.column_condition, for_condition=True) \
             if condition.HasField("column_condition") and condition.column_condition else None
-        return_pk = return_content is not None and return_content.HasField("return_type") and \
-            return_content.return_type == pb.RT_PK
-        return WriteOp(kind, row.pk, row.cells, rex, node, return_pk, size)
+        rtype = return_content.return_type if return_content is not None and \
+            return_content.HasField("return_type") else pb.RT_NONE
+        after = tuple(dict.fromkeys(return_content.return_column_names)) if rtype == pb.RT_AFTER_MODIFY else None
+        return WriteOp(kind, row.pk, row.cells, rex, node, rtype in (pb.RT_PK, pb.RT_AFTER_MODIFY), size, after)
 
     def _apply(self, txn: WriteTxn, info: TableInfo, op: WriteOp, now_ms: int) -> bytes | None:
         """Apply one prepared write inside ``txn``; returns the RT_PK row or None. Raises before mutating."""
@@ -749,6 +751,9 @@ class TableApi:
                 txn.delete(tid, key)
                 if exists:
                     txn.log(info, ACTION_DELETE, pk, [])
+        if op.return_columns is not None and op.kind != pb.DELETE:  # newest version of each asked column
+            return codec.encode_row(pk, [(n, cols[n][0][1], None, cols[n][0][0])
+                                         for n in sorted(op.return_columns) if n in cols])
         return codec.encode_pk(pk) if op.return_pk else None
 
     def _single_write(self, body: bytes, cls: type[Message], kind: int, field: str,

@@ -219,3 +219,14 @@ def test_ttl_and_time_travel(tmp_path: Any) -> None:
         assert get(w, table, PK) is None  # expired versions are invisible
         put(w, table, [("pk", 2)], {"a": 1})  # writes use the emulated clock
         assert get(w, table, [("pk", 2)]) is not None
+
+
+def test_return_content_after_modify_returns_incremented_value(wire: Wire, table: str) -> None:
+    put(wire, table, PK, {"n": 10, "other": "x"})
+    req = pb.UpdateRowRequest(table_name=table, row_change=codec.encode_row(PK, [("n", 5, codec.OP_INCREMENT, None)]))
+    req.condition.row_existence = 0
+    req.return_content.return_type = pb.RT_AFTER_MODIFY
+    req.return_content.return_column_names.extend(["n", "missing"])
+    row = codec.decode_row(wire.call("UpdateRow", req).row)
+    assert row.pk == PK and [(c.name, c.value) for c in row.cells] == [("n", 15)]
+    assert row.cells[0].ts is not None
