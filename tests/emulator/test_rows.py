@@ -230,3 +230,29 @@ def test_return_content_after_modify_returns_incremented_value(wire: Wire, table
     row = codec.decode_row(wire.call("UpdateRow", req).row)
     assert row.pk == PK and [(c.name, c.value) for c in row.cells] == [("n", 15)]
     assert row.cells[0].ts is not None
+
+
+def test_conditional_writes_are_atomic_under_concurrency(emulator: EmulatorProcess, table: str) -> None:
+    import threading
+
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def racer(i: int) -> None:
+        w = Wire(emulator.endpoint)
+        for key in range(10):
+            try:
+                put(w, table, [("pk", key)], {"winner": i}, existence=2)
+                result = "ok"
+            except WireError as e:
+                result = e.code
+            with lock:
+                outcomes.append(result)
+
+    threads = [threading.Thread(target=racer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("ok") == 10  # exactly one winner per key
+    assert outcomes.count("OTSConditionCheckFail") == 30
