@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -101,6 +102,14 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
     emulator: Emulator
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Client disconnects are routine (debug); anything else is logged with its traceback."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError | TimeoutError):
+            log.debug("connection from %s dropped: %s", client_address, exc)
+        else:
+            log.exception("error while serving %s", client_address)
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
