@@ -82,7 +82,7 @@ class TableInfo:
     last_decrease_s: int | None
     stream_enabled: bool
     stream_id: str | None
-    stream_expiration_hours: int
+    stream_expiration_hours: float
     stream_enabled_us: int
     raw: dict[str, Any] = field(repr=False, compare=False, hash=False)
 
@@ -116,7 +116,7 @@ class TableInfo:
             last_decrease_s=meta.get("last_decrease"),
             stream_enabled=bool(s.get("enabled")),
             stream_id=s.get("stream_id"),
-            stream_expiration_hours=int(s.get("expiration", 0) or 0),
+            stream_expiration_hours=float(s.get("expiration", 0) or 0),
             stream_enabled_us=int(s.get("enabled_us", 0) or 0),
             raw=meta,
         )

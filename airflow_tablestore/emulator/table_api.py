@@ -404,7 +404,7 @@ class TableApi:
         sd.enable_stream = info.stream_enabled
         if info.stream_enabled:
             sd.stream_id = info.stream_id or ""
-            sd.expiration_time = int(info.stream_expiration_hours)
+            sd.expiration_time = max(1, int(info.stream_expiration_hours))
             sd.last_enable_time = info.stream_enabled_us
 
     def _DescribeTable(self, body: bytes) -> Message:
