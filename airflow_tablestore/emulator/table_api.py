@@ -1,4 +1,4 @@
-"""Handlers of the Tablestore table API (``POST /<ApiName>``): DDL, single-row and batch ops, GetRange.
+"""Handlers of the Tablestore table API (``POST /<ApiName>``): single-row and batch ops, GetRange (+ DDL).
 
 Each handler takes the raw request body and returns the response message or raises :class:`EmulatorError`.
 Semantics follow ``table-api-proto.md`` §3 and §5 (validation messages, conditions, versions, TTL, paging).
@@ -8,18 +8,36 @@ from __future__ import annotations
 
 import logging
 import math
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.message import Message
 
 from airflow_tablestore.emulator import codec
+from airflow_tablestore.emulator.api_common import (
+    INT64_MAX,
+    MAX_BATCH_GET,
+    MAX_BATCH_WRITE,
+    MAX_COLUMNS_PER_WRITE,
+    MAX_COLUMNS_TO_GET,
+    MAX_PK_LEN,
+    MAX_RANGE_BYTES,
+    MAX_ROW_WRITE,
+    MAX_VALUE_LEN,
+    Handler,
+    check_name,
+    cu,
+    invalid_pk,
+    parse,
+    set_consumed,
+    table_or_error,
+    type_name,
+)
 from airflow_tablestore.emulator.clock import Clock
-from airflow_tablestore.emulator.codec import AUTO_INCREMENT, INF_MAX, INF_MIN, Cell, PBRow, Special
+from airflow_tablestore.emulator.codec import AUTO_INCREMENT, Cell, PBRow, Special
 from airflow_tablestore.emulator.config import EmulatorConfig
-from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid, table_not_found
+from airflow_tablestore.emulator.ddl import DdlApi
+from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid
 from airflow_tablestore.emulator.filters import (
     Node,
     Pagination,
@@ -46,71 +64,6 @@ from airflow_tablestore.protocol import ots_table_pb2 as _pb
 pb: Any = _pb  # generated module without type stubs
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[[bytes], Message]
-
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
-PK_TYPES = {1: "INTEGER", 2: "STRING", 3: "BINARY"}
-PK_TYPE_IDS = {v: k for k, v in PK_TYPES.items()}
-BAD_PK_TYPES = {5: "BOOLEAN"}
-COL_TYPES = {1: "INTEGER", 2: "DOUBLE", 3: "BOOLEAN", 4: "STRING", 7: "BINARY"}
-COL_TYPE_IDS = {v: k for k, v in COL_TYPES.items()}
-MAX_TABLES = 64
-MAX_PK_LEN = 1024
-MAX_VALUE_LEN = 2 * 1024 * 1024
-MAX_ROW_WRITE = 4 * 1024 * 1024
-MAX_COLUMNS_PER_WRITE = 1024
-MAX_COLUMNS_TO_GET = 128
-MAX_BATCH_GET = 100
-MAX_BATCH_WRITE = 200
-MAX_RANGE_BYTES = 4 * 1024 * 1024
-MAX_CU = 100000
-INT64_MAX = (1 << 63) - 1
-
-
-def check_name(name: str, kind: str = "column") -> None:
-    if not NAME_RE.match(name) or len(name.encode()) > 255:
-        raise parameter_invalid(f"Invalid {kind} name: '{name}'.")
-
-
-def type_name(v: Any) -> str:
-    if isinstance(v, bool):
-        return "BOOLEAN"
-    if isinstance(v, int):
-        return "INTEGER"
-    if isinstance(v, float):
-        return "DOUBLE"
-    if isinstance(v, str):
-        return "STRING"
-    if isinstance(v, bytes):
-        return "BINARY"
-    return str(v)
-
-
-def invalid_pk(message: str) -> EmulatorError:
-    return EmulatorError("OTSInvalidPK", message, 400)
-
-
-def parse(cls: type[Message], body: bytes) -> Any:
-    """Parse a request message; 400 on garbage or missing required fields."""
-    try:
-        msg = cls.FromString(body)
-    except (DecodeError, ValueError, RuntimeError):
-        raise parameter_invalid("Parse PBMessage from RawString failed.") from None
-    if not msg.IsInitialized():
-        missing = ", ".join(msg.FindInitializationErrors())  # type: ignore[attr-defined]
-        raise parameter_invalid(f"Parse PBMessage from RawString failed: missing required fields: {missing}.")
-    return msg
-
-
-def set_consumed(consumed: Any, read: int = 0, write: int = 0) -> None:
-    consumed.capacity_unit.read = read
-    consumed.capacity_unit.write = write
-
-
-def cu(size: int) -> int:
-    return max(1, math.ceil(size / 4096))
-
 
 @dataclass
 class ReadSpec:
@@ -149,20 +102,13 @@ class TableApi:
         self.config = config
 
     def handlers(self) -> dict[str, Handler]:
-        names = [
-            "CreateTable", "ListTable", "DescribeTable", "UpdateTable", "DeleteTable", "GetRow", "PutRow",
-            "UpdateRow", "DeleteRow", "BatchGetRow", "BatchWriteRow", "GetRange", "ComputeSplitPointsBySize",
-        ]
-        return {"/" + n: getattr(self, "_" + n) for n in names}
+        """Every table API handler (DDL from :class:`DdlApi` plus the row operations), keyed by path."""
+        names = ["GetRow", "PutRow", "UpdateRow", "DeleteRow", "BatchGetRow", "BatchWriteRow", "GetRange"]
+        return {**DdlApi(self.store, self.clock).handlers(), **{"/" + n: getattr(self, "_" + n) for n in names}}
 
     # ------------------------------------------------------------------------------------------- helpers
     def _table(self, name: str) -> TableInfo:
-        info = self.store.get_table_info(name)
-        if info is None:
-            if not NAME_RE.match(name):
-                raise parameter_invalid(f"Invalid table name: '{name}'.")
-            raise table_not_found()
-        return info
+        return table_or_error(self.store, name)
 
     def _check_pk(self, info: TableInfo, pk: list[tuple[str, Any]], *, mode: str) -> None:
         """Validate a key against the schema. ``mode``: read, write (auto-increment allowed), delete, range."""
@@ -272,204 +218,6 @@ class TableApi:
             return None
         cells = [(n, v, None, ts) for n in sorted(cols) for ts, v in cols[n]]
         return codec.encode_row_body(pk, cells)
-
-    # ------------------------------------------------------------------------------------------- DDL
-    def _CreateTable(self, body: bytes) -> Message:
-        req = parse(pb.CreateTableRequest, body)
-        tm = req.table_meta
-        check_name(tm.table_name, "table")
-        if not 1 <= len(tm.primary_key) <= 4:
-            raise parameter_invalid("The number of primary key columns must be in range: [1, 4].")
-        pk: list[list[Any]] = []
-        seen: set[str] = set()
-        for i, p in enumerate(tm.primary_key):
-            check_name(p.name)
-            if p.type in BAD_PK_TYPES:
-                raise parameter_invalid(f"{BAD_PK_TYPES[p.type]} is an invalid type for the primary key.")
-            if p.type not in PK_TYPES:
-                raise parameter_invalid(f"Invalid primary key type: {p.type}.")
-            if p.name in seen:
-                raise parameter_invalid(f"Duplicated primary key name: '{p.name}'.")
-            seen.add(p.name)
-            auto = p.HasField("option") and p.option == pb.AUTO_INCREMENT
-            if auto:
-                if i == 0:
-                    raise parameter_invalid("The first primary key column cannot be auto increment.")
-                if p.type != 1:
-                    raise parameter_invalid("Auto increment primary key column must be INTEGER.")
-                if any(x[2] for x in pk):
-                    raise parameter_invalid("Only one primary key column can be auto increment.")
-            pk.append([p.name, PK_TYPES[p.type], auto])
-        if len(tm.defined_column) > 32:
-            raise parameter_invalid("The number of defined columns must be in range: [0, 32].")
-        defined = []
-        for d in tm.defined_column:
-            check_name(d.name)
-            if d.name in seen:
-                raise parameter_invalid(f"Duplicated attribute column name with primary key column: '{d.name}'.")
-            if d.type not in COL_TYPES:
-                raise parameter_invalid(f"Invalid defined column type: {d.type}.")
-            defined.append([d.name, COL_TYPES[d.type]])
-        if len(req.index_metas):
-            raise parameter_invalid("Secondary indexes are not supported by the emulator.")
-        opts = req.table_options
-        if not req.HasField("table_options") or not opts.HasField("time_to_live"):
-            raise parameter_invalid("Time-to-live is missing while creating table.")
-        if not opts.HasField("max_versions"):
-            raise parameter_invalid("MaxVersions is missing while creating table.")
-        options = {
-            "ttl": opts.time_to_live,
-            "max_versions": opts.max_versions,
-            "deviation": opts.deviation_cell_version_in_sec if opts.HasField("deviation_cell_version_in_sec") else 86400,
-            "allow_update": opts.allow_update if opts.HasField("allow_update") else True,
-        }
-        self._check_options(options)
-        read, write = self._check_cu(req.reserved_throughput.capacity_unit, 0, 0)
-        now_s = self.clock.now_s()
-        meta: dict[str, Any] = {
-            "name": tm.table_name, "pk": pk, "defined": defined, "options": options, "reserved": [read, write],
-            "created_s": now_s, "last_increase": int(now_s), "last_decrease": None,
-            "stream": self._stream_spec(req.stream_spec) if req.HasField("stream_spec") else {"enabled": False},
-        }
-        if tm.table_name in self.store.list_tables():
-            raise EmulatorError("OTSObjectAlreadyExist", "Requested table already exists.", 409)
-        if len(self.store.list_tables()) >= MAX_TABLES:
-            raise EmulatorError("OTSQuotaExhausted", "Number of tables exceeded the quota.", 403)
-        try:
-            self.store.create_table(meta)
-        except KeyError:
-            raise EmulatorError("OTSObjectAlreadyExist", "Requested table already exists.", 409) from None
-        log.info("created table %s", tm.table_name)
-        return pb.CreateTableResponse()
-
-    @staticmethod
-    def _check_options(o: dict[str, Any]) -> None:
-        if o["ttl"] == 0 or o["ttl"] < -1:
-            raise parameter_invalid("TimeToLive cannot be 0 or less than -1.")
-        if 0 < o["ttl"] < 86400:
-            raise parameter_invalid("TimeToLive must be -1 or at least 86400 seconds.")
-        if o["max_versions"] <= 0:
-            raise parameter_invalid("The maximum versions cannot be less than or equal to 0.")
-        if not 0 <= o["deviation"] <= INT64_MAX // 1000000:
-            raise parameter_invalid("The maximum deviation must be in range [0, INT64_MAX/1000000].")
-
-    @staticmethod
-    def _check_cu(c: Any, read: int, write: int) -> tuple[int, int]:
-        if c.HasField("read"):
-            read = c.read
-        if c.HasField("write"):
-            write = c.write
-        for v in (read, write):
-            if not 0 <= v <= MAX_CU:
-                raise parameter_invalid(f"Invalid Capacity Unit:{v}. Capacity Unit must be nonnegative.")
-        return read, write
-
-    def _stream_spec(self, spec: Any) -> dict[str, Any]:
-        if spec.enable_stream:
-            if not spec.HasField("expiration_time"):
-                raise parameter_invalid("Expiration time of stream must be specified when enabling stream.")
-            if not 1 <= spec.expiration_time <= 168:
-                raise parameter_invalid("Expiration time of stream must be in range: [1, 168] hours.")
-            return {"enabled": True, "expiration": spec.expiration_time}
-        if spec.HasField("expiration_time"):
-            raise parameter_invalid("Expiration time of stream cannot be specified when disabling stream.")
-        return {"enabled": False}
-
-    def _ListTable(self, body: bytes) -> Message:
-        parse(pb.ListTableRequest, body)
-        resp = pb.ListTableResponse()
-        resp.table_names.extend(self.store.list_tables())
-        return resp
-
-    def _DeleteTable(self, body: bytes) -> Message:
-        req = parse(pb.DeleteTableRequest, body)
-        self._table(req.table_name)
-        try:
-            self.store.delete_table(req.table_name)
-        except KeyError:
-            raise table_not_found() from None
-        log.info("deleted table %s", req.table_name)
-        return pb.DeleteTableResponse()
-
-    def _fill_common(self, info: TableInfo, rtd: Any, opts: Any, sd: Any) -> None:
-        rtd.capacity_unit.read = info.reserved_read
-        rtd.capacity_unit.write = info.reserved_write
-        rtd.last_increase_time = info.last_increase_s
-        if info.last_decrease_s is not None:
-            rtd.last_decrease_time = info.last_decrease_s
-        opts.time_to_live = info.time_to_live
-        opts.max_versions = info.max_versions
-        opts.deviation_cell_version_in_sec = info.deviation_s
-        opts.allow_update = info.allow_update
-        sd.enable_stream = info.stream_enabled
-        if info.stream_enabled:
-            sd.stream_id = info.stream_id or ""
-            sd.expiration_time = max(1, int(info.stream_expiration_hours))
-            sd.last_enable_time = info.stream_enabled_us
-
-    def _DescribeTable(self, body: bytes) -> Message:
-        req = parse(pb.DescribeTableRequest, body)
-        info = self._table(req.table_name)
-        resp = pb.DescribeTableResponse()
-        resp.table_meta.table_name = info.name
-        for name, t in info.pk:
-            p = resp.table_meta.primary_key.add(name=name, type=PK_TYPE_IDS[t])
-            if info.auto_increment == name:
-                p.option = pb.AUTO_INCREMENT
-        for name, t in info.defined_columns:
-            resp.table_meta.defined_column.add(name=name, type=COL_TYPE_IDS[t])
-        self._fill_common(info, resp.reserved_throughput_details, resp.table_options, resp.stream_details)
-        resp.table_status = pb.ACTIVE
-        return resp
-
-    def _UpdateTable(self, body: bytes) -> Message:
-        req = parse(pb.UpdateTableRequest, body)
-        with self.store.write():
-            info = self._table(req.table_name)
-            meta = dict(info.raw)
-            meta["options"] = dict(meta["options"])
-            if req.HasField("table_options"):
-                o = req.table_options
-                fields = {"time_to_live": "ttl", "max_versions": "max_versions",
-                          "deviation_cell_version_in_sec": "deviation", "allow_update": "allow_update"}
-                present = [f for f in fields if o.HasField(f)]
-                if not present:
-                    raise parameter_invalid("No parameter is specified in table options.")
-                for f in present:
-                    meta["options"][fields[f]] = getattr(o, f)
-                self._check_options(meta["options"])
-            if req.HasField("reserved_throughput"):
-                old = tuple(meta["reserved"])
-                read, write = self._check_cu(req.reserved_throughput.capacity_unit, *old)
-                meta["reserved"] = [read, write]
-                now = int(self.clock.now_s())
-                if read > old[0] or write > old[1]:
-                    meta["last_increase"] = now
-                if read < old[0] or write < old[1]:
-                    meta["last_decrease"] = now
-            if req.HasField("stream_spec"):
-                spec = self._stream_spec(req.stream_spec)
-                old_stream = meta.get("stream") or {}
-                if spec["enabled"] and old_stream.get("enabled"):
-                    meta["stream"] = dict(old_stream, expiration=spec["expiration"])
-                else:
-                    meta["stream"] = spec
-            info = self.store.update_table_meta(req.table_name, meta)
-        resp = pb.UpdateTableResponse()
-        self._fill_common(info, resp.reserved_throughput_details, resp.table_options, resp.stream_details)
-        return resp
-
-    def _ComputeSplitPointsBySize(self, body: bytes) -> Message:
-        req = parse(pb.ComputeSplitPointsBySizeRequest, body)
-        info = self._table(req.table_name)
-        if req.split_size <= 0:
-            raise parameter_invalid("Split size must be greater than 0.")
-        resp = pb.ComputeSplitPointsBySizeResponse()
-        set_consumed(resp.consumed, 1, 0)
-        for name, t in info.pk:
-            resp.schema.add(name=name, type=PK_TYPE_IDS[t])
-        resp.locations.add(location="", repeat=1)
-        return resp
 
     # ------------------------------------------------------------------------------------------- reads
     def _get_pk(self, info: TableInfo, data: bytes) -> list[tuple[str, Any]]:
@@ -847,4 +595,4 @@ class TableApi:
         return resp
 
 
-__all__ = ["TableApi", "INF_MIN", "INF_MAX"]
+__all__ = ["ReadSpec", "TableApi", "WriteOp", "parse", "set_consumed"]

@@ -1,0 +1,87 @@
+"""Helpers shared by the emulator's protobuf API handlers: parsing, names, limits, consumed capacity."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf.message import DecodeError, Message
+
+from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid, table_not_found
+from airflow_tablestore.emulator.storage import Store, TableInfo
+
+Handler = Callable[[bytes], Message]
+
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+PK_TYPES = {1: "INTEGER", 2: "STRING", 3: "BINARY"}
+PK_TYPE_IDS = {v: k for k, v in PK_TYPES.items()}
+BAD_PK_TYPES = {5: "BOOLEAN"}
+COL_TYPES = {1: "INTEGER", 2: "DOUBLE", 3: "BOOLEAN", 4: "STRING", 7: "BINARY"}
+COL_TYPE_IDS = {v: k for k, v in COL_TYPES.items()}
+MAX_TABLES = 64
+MAX_PK_LEN = 1024
+MAX_VALUE_LEN = 2 * 1024 * 1024
+MAX_ROW_WRITE = 4 * 1024 * 1024
+MAX_COLUMNS_PER_WRITE = 1024
+MAX_COLUMNS_TO_GET = 128
+MAX_BATCH_GET = 100
+MAX_BATCH_WRITE = 200
+MAX_RANGE_BYTES = 4 * 1024 * 1024
+MAX_CU = 100000
+INT64_MAX = (1 << 63) - 1
+
+
+def check_name(name: str, kind: str = "column") -> None:
+    if not NAME_RE.match(name) or len(name.encode()) > 255:
+        raise parameter_invalid(f"Invalid {kind} name: '{name}'.")
+
+
+def type_name(v: Any) -> str:
+    if isinstance(v, bool):
+        return "BOOLEAN"
+    if isinstance(v, int):
+        return "INTEGER"
+    if isinstance(v, float):
+        return "DOUBLE"
+    if isinstance(v, str):
+        return "STRING"
+    if isinstance(v, bytes):
+        return "BINARY"
+    return str(v)
+
+
+def invalid_pk(message: str) -> EmulatorError:
+    return EmulatorError("OTSInvalidPK", message, 400)
+
+
+def parse(cls: type[Message], body: bytes) -> Any:
+    """Parse a request message; 400 on garbage or missing required fields."""
+    try:
+        msg = cls.FromString(body)
+    except (DecodeError, ValueError, RuntimeError):
+        raise parameter_invalid("Parse PBMessage from RawString failed.") from None
+    if not msg.IsInitialized():
+        missing = ", ".join(msg.FindInitializationErrors())  # type: ignore[attr-defined]
+        raise parameter_invalid(f"Parse PBMessage from RawString failed: missing required fields: {missing}.")
+    return msg
+
+
+def set_consumed(consumed: Any, read: int = 0, write: int = 0) -> None:
+    consumed.capacity_unit.read = read
+    consumed.capacity_unit.write = write
+
+
+def cu(size: int) -> int:
+    return max(1, math.ceil(size / 4096))
+
+
+def table_or_error(store: Store, name: str) -> TableInfo:
+    """The table's info; 400 for an invalid name, 404 ``OTSObjectNotExist`` for a missing table."""
+    info = store.get_table_info(name)
+    if info is None:
+        if not NAME_RE.match(name):
+            raise parameter_invalid(f"Invalid table name: '{name}'.")
+        raise table_not_found()
+    return info
