@@ -100,3 +100,22 @@ def test_compute_split_points(wire: Wire, table: str) -> None:
                      pb.ComputeSplitPointsBySizeRequest(table_name=table, split_size=1))
     assert [s.name for s in resp.schema] == ["pk"]
     assert sum(loc.repeat for loc in resp.locations) == len(resp.split_points) + 1
+
+
+def test_stream_without_expiration_uses_the_default_retention(wire: Wire) -> None:
+    name = unique("ret")
+    req = pb.CreateTableRequest()
+    req.table_meta.table_name = name
+    req.table_meta.primary_key.add(name="pk", type=1)
+    req.reserved_throughput.capacity_unit.read = 0
+    req.table_options.time_to_live = -1
+    req.table_options.max_versions = 1
+    req.stream_spec.enable_stream = True
+    wire.call("CreateTable", req)
+    desc = wire.call("DescribeTable", pb.DescribeTableRequest(table_name=name))
+    assert desc.stream_details.enable_stream and desc.stream_details.expiration_time == 168
+    bad = pb.UpdateTableRequest(table_name=name)
+    bad.stream_spec.enable_stream = True
+    bad.stream_spec.expiration_time = 500
+    with pytest.raises(WireError, match=r"\[1, 168\]"):
+        wire.call("UpdateTable", bad)
