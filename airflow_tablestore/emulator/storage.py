@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from airflow_tablestore.emulator import codec
 from airflow_tablestore.emulator.clock import Clock
+from airflow_tablestore.emulator.errors import EmulatorError
 from airflow_tablestore.emulator.keys import decode_key
 
 log = logging.getLogger(__name__)
@@ -182,6 +183,7 @@ class WriteTxn:
         self.store = store
         self.conn = conn
         self.logged = False
+        self.meta_changed = False  # table/partition caches touched: reload them on rollback
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run any SQL inside this transaction (for the tunnel service's own tables)."""
@@ -311,10 +313,11 @@ class Store:
                         "INSERT OR REPLACE INTO meta(k, v) VALUES('head_seq', ?)", (str(self._head_seq),)
                     )
                 self._writer.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 self._writer.execute("ROLLBACK")
                 self._head_seq = head_before
-                self._load_tables()
+                if txn.meta_changed or not isinstance(exc, EmulatorError):
+                    self._load_tables()
                 raise
             finally:
                 self._txn, self._txn_owner = None, None
@@ -367,6 +370,7 @@ class Store:
     def create_table(self, meta: dict[str, Any]) -> TableInfo:
         """Store a new table (``meta`` as built by the table API; ``tid`` is assigned here)."""
         with self.write() as txn:
+            txn.meta_changed = True
             if meta["name"] in self._tables:
                 raise KeyError(meta["name"])
             last = txn.execute("SELECT v FROM meta WHERE k='next_tid'")
@@ -383,6 +387,7 @@ class Store:
     def update_table_meta(self, table: str, meta: dict[str, Any]) -> TableInfo:
         """Replace a table's metadata. Enabling the stream creates a new stream id; disabling drops its log."""
         with self.write() as txn:
+            txn.meta_changed = True
             old = self._tables[table]
             old_stream = old.raw.get("stream") or {}
             new_stream = meta.get("stream") or {}
@@ -398,6 +403,7 @@ class Store:
     def delete_table(self, table: str) -> None:
         """Drop the table, its rows and its stream log (snapshots stay until dropped)."""
         with self.write() as txn:
+            txn.meta_changed = True
             info = self._tables[table]
             txn.execute("DELETE FROM rows WHERE tid=?", (info.table_id,))
             txn.execute("DELETE FROM tables WHERE name=?", (table,))
@@ -420,6 +426,7 @@ class Store:
 
     def _add_partition(self, txn: WriteTxn, sid: str, table: str, pid: str, lo: int, hi: int,
                        parents: tuple[str, ...]) -> None:
+        txn.meta_changed = True
         txn.execute(
             "INSERT INTO stream_partitions(partition_id, stream_id, table_name, hash_lo, hash_hi, parents, "
             "closed, created_seq) VALUES(?,?,?,?,?,?,0,?)",
@@ -428,6 +435,7 @@ class Store:
         self._partitions.setdefault(sid, []).append((lo, hi, pid))
 
     def _drop_stream(self, txn: WriteTxn, sid: str | None) -> None:
+        txn.meta_changed = True
         if not sid:
             return
         txn.execute("DELETE FROM stream_log WHERE stream_id=?", (sid,))
