@@ -304,6 +304,19 @@ class StreamWorker:
         except TablestoreError as exc:
             log.warning("could not withdraw steal requests (%s); the owners will hand over to nobody", exc)
 
+    def _release_strays(self) -> None:
+        """Free leases handed to us while we were stopping (no consumer of ours will release them)."""
+        if self.stream_id is None:
+            return
+        try:
+            for lease in self.leases.list(self.stream_id):
+                if lease.owner == self.worker_id and not lease.finished:
+                    with contextlib.suppress(LeaseLostError):
+                        self.leases.release(lease)
+                        log.info("shard %s: released a lease handed over during shutdown", lease.shard_id)
+        except TablestoreError as exc:
+            log.warning("could not check for leases handed over during shutdown (%s); they will expire", exc)
+
     def _stop_consumers(self) -> None:
         """Shutdown path: wait for in-flight steps, then shut every consumer down with REQUESTED."""
         self._withdraw_steal_requests()
@@ -317,4 +330,5 @@ class StreamWorker:
         for consumer in consumers:
             if not consumer.done and not consumer.busy:
                 consumer.step()
+        self._release_strays()
         log.info("stream worker %s stopped; %d lease(s) released", self.worker_id, len(consumers))

@@ -71,6 +71,27 @@ def scan(client: TableClient, table: str) -> list[tuple[Any, ...]]:
     return [(row.primary_key, sorted((c.name, c.timestamp, repr(c.value)) for c in row.columns)) for row in rows]
 
 
+def stream_contents(client: TableClient, table: str) -> set[tuple[Any, tuple[int, int]]]:
+    """Every retained record of the table's stream as ``(primary key, (timestamp, row_index))``."""
+    from airflow_tablestore.client.stream import StreamClient
+
+    streams = StreamClient(transport=client.transport)
+    sid = streams.stream_id_of(table)
+    assert sid is not None
+    out: set[tuple[Any, tuple[int, int]]] = set()
+    for shard in streams.describe_stream(sid).shards:
+        it: str | None = streams.get_shard_iterator(sid, shard.shard_id)
+        while it is not None:
+            result = streams.get_stream_records(it)
+            for rec in result.records:
+                assert rec.sequence is not None
+                out.add((rec.primary_key, (rec.sequence.timestamp, rec.sequence.row_index)))
+            if not result.records:
+                break
+            it = result.next_iterator
+    return out
+
+
 class Writer:
     """Random puts/updates/deletes on :data:`KEYS` from a background thread until stopped."""
 

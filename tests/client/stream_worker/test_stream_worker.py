@@ -65,9 +65,9 @@ def test_two_then_three_workers_split_and_exact_replica(emulator: EmulatorProces
         children = [c["partition_id"] for c in emulator.control.split_partition(source, parent)]
         wait_until(lambda: all(any(s == c for s, _, _ in sink.log) for c in children), timeout=90,
                    what="both children of the split delivering")
+        wait_until(lambda: writer.count >= 150, what="150 writes")
         writer.stop()
         wait_until(lambda: _caught_up(table_client, source, replica), timeout=90, what="replica == source")
-        assert writer.count > 100
     finally:
         writer.stop() if not writer._stop.is_set() else None
         for w in workers:

@@ -1,0 +1,177 @@
+"""StreamWorker status table rows and faults: missing/disabled stream, trimmed data, status-table name clash,
+processor exceptions — each with its documented outcome and nothing lost."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+
+import pytest
+
+from airflow_tablestore.client.errors import TablestoreClientError
+from airflow_tablestore.client.model import (
+    INF_MAX,
+    INF_MIN,
+    PrimaryKeyColumn,
+    PrimaryKeyType,
+    StreamSpec,
+    TableSchema,
+)
+from airflow_tablestore.client.stream_worker import (
+    SHARD_END,
+    STATUS_SCHEMA_ERROR,
+    STATUS_TYPE,
+    STREAM_NOT_FOUND,
+    LeaseManager,
+    ShutdownReason,
+    StreamWorker,
+    StreamWorkerError,
+)
+from airflow_tablestore.client.table import TableClient
+from airflow_tablestore.emulator.testing import EmulatorProcess
+
+from .conftest import wait_until
+from .replica import Sink, Writer, fast_config, scan, schema, stream_contents
+
+ATTRIBUTES = {"Checkpoint", "LeaseCounter", "LeaseOwner", "LeaseStealer", "ParentShardIds"}
+
+
+def _delivered(sink: Sink) -> set[tuple[object, tuple[int, int]]]:
+    with sink.lock:
+        return set(sink.seen)
+
+
+def test_status_table_rows_match_the_schema(emulator: EmulatorProcess, table_client: TableClient,
+                                            names: Callable[[str], str]) -> None:
+    source, status = names("src"), names("status")
+    table_client.create_table(schema(source, stream=True))
+    writer = Writer(table_client, source)
+    for _ in range(60):
+        writer.write_one()
+    sink = Sink()
+    worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "solo")).start()
+    try:
+        sid = worker.stream_id
+        parent = emulator.control.partitions(source)[0]["partition_id"]
+        children = {c["partition_id"] for c in emulator.control.split_partition(source, parent)}
+        expected = stream_contents(table_client, source)
+        assert len(expected) >= 40
+        wait_until(lambda: _delivered(sink) == expected, what="every stream record delivered")
+        wait_until(lambda: len(LeaseManager(table_client, status).list(str(sid))) == 8, what="8 leases")
+        wait_until(lambda: len(worker.owned_shards()) == 7, what="the 7 open shards owned")
+        owned_while_running = set(worker.owned_shards())
+    finally:
+        worker.shutdown()
+    pk = table_client.describe_table(status).schema.primary_key
+    assert [(c.name, c.type) for c in pk] == [("StreamId", PrimaryKeyType.STRING), ("StatusType", PrimaryKeyType.STRING),
+                                              ("StatusValue", PrimaryKeyType.STRING)]
+    rows = list(table_client.iter_range(status, [("StreamId", INF_MIN), ("StatusType", INF_MIN),
+                                                 ("StatusValue", INF_MIN)],
+                                        [("StreamId", INF_MAX), ("StatusType", INF_MAX), ("StatusValue", INF_MAX)]))
+    shards = {p["partition_id"] for p in emulator.control.partitions(source)}
+    assert {dict(r.primary_key)["StatusValue"] for r in rows} == shards and len(rows) == 8
+    for row in rows:
+        key = dict(row.primary_key)
+        assert key["StreamId"] == sid and key["StatusType"] == STATUS_TYPE
+        values = {c.name: c.value for c in row.columns}
+        assert set(values) == ATTRIBUTES
+        assert isinstance(values["LeaseCounter"], int) and values["LeaseCounter"] >= 1
+        assert values["LeaseOwner"] == "" and values["LeaseStealer"] == ""  # released at shutdown
+        assert isinstance(values["Checkpoint"], str) and values["Checkpoint"]
+        parents = json.loads(str(values["ParentShardIds"]))
+        assert parents == ([parent] if key["StatusValue"] in children else [])
+    by_shard = {dict(r.primary_key)["StatusValue"]: {c.name: c.value for c in r.columns} for r in rows}
+    assert by_shard[parent]["Checkpoint"] == SHARD_END
+    assert owned_while_running == shards - {parent}
+    assert sink.shutdowns[parent] == [ShutdownReason.TERMINATE]
+    assert all(sink.shutdowns[s] == [ShutdownReason.REQUESTED] for s in shards - {parent})
+
+
+def test_missing_and_disabled_stream(table_client: TableClient, names: Callable[[str], str]) -> None:
+    status = names("status")
+    with pytest.raises(StreamWorkerError) as err:
+        StreamWorker(table_client, names("missing"), Sink().processor, fast_config(status, "w")).start()
+    assert err.value.code == STREAM_NOT_FOUND and "does not exist" in str(err.value)
+    plain = names("plain")
+    table_client.create_table(schema(plain, stream=False))
+    with pytest.raises(StreamWorkerError) as err:
+        StreamWorker(table_client, plain, Sink().processor, fast_config(status, "w")).start()
+    assert err.value.code == STREAM_NOT_FOUND and "no stream enabled" in str(err.value)
+    # a stream disabled while the worker runs stops it with the same error (surfaced by join)
+    source = names("src")
+    table_client.create_table(schema(source, stream=True))
+    sink = Sink()
+    worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "w")).start()
+    table_client.update_table(source, stream=StreamSpec(False))
+    with pytest.raises(StreamWorkerError) as err:
+        worker.join(timeout=60)
+    assert err.value.code == STREAM_NOT_FOUND and "no longer exists" in str(err.value)
+
+
+def test_status_table_name_clash(table_client: TableClient, names: Callable[[str], str]) -> None:
+    source, clash = names("src"), names("clash")
+    table_client.create_table(schema(source, stream=True))
+    table_client.create_table(TableSchema(clash, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),)))
+    table_client.put_row(clash, [("id", 1)], {"keep": "me"})
+    with pytest.raises(TablestoreClientError) as err:
+        StreamWorker(table_client, source, Sink().processor, fast_config(clash, "w")).start()
+    assert err.value.code == STATUS_SCHEMA_ERROR
+    assert clash in str(err.value) and "StreamId" in str(err.value) and "choose another" in str(err.value)
+    row = table_client.get_row(clash, [("id", 1)])
+    assert row is not None and row.get("keep") == "me"  # untouched
+
+
+def test_processor_exceptions_redeliver_the_batch(emulator: EmulatorProcess, table_client: TableClient,
+                                                  names: Callable[[str], str]) -> None:
+    source, replica, status = names("src"), names("dst"), names("status")
+    table_client.create_table(schema(source, stream=True))
+    table_client.create_table(schema(replica, stream=False))
+    writer = Writer(table_client, source, seed=3)
+    for _ in range(120):
+        writer.write_one()
+    sink = Sink(table_client, replica)
+    sink.fail_first = {p["partition_id"] for p in emulator.control.partitions(source)}
+    worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "w")).start()
+    try:
+        wait_until(lambda: scan(table_client, source) == scan(table_client, replica), what="replica == source")
+    finally:
+        worker.shutdown()
+    shards_with_data = {s for s, _, _ in sink.log}
+    assert shards_with_data and shards_with_data <= sink.failed  # every shard's first batch failed once
+    assert worker.metrics.processor_errors == len(sink.failed)
+    assert _delivered(sink) == stream_contents(table_client, source) and sink.violations == []
+
+
+def test_trimmed_checkpoint_restarts_at_the_oldest_record(emulator: EmulatorProcess, table_client: TableClient,
+                                                          names: Callable[[str], str],
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    source, status = names("src"), names("status")
+    table_client.create_table(schema(source, stream=True))
+    writer = Writer(table_client, source, seed=5)
+    for _ in range(30):
+        writer.write_one()
+    first = Sink()
+    worker = StreamWorker(table_client, source, first.processor, fast_config(status, "w")).start()
+    before = stream_contents(table_client, source)
+    wait_until(lambda: _delivered(first) == before, what="the first records")
+    worker.shutdown()
+    for _ in range(30):  # these will be trimmed before anyone reads them
+        writer.write_one()
+    emulator.control.set_retention(source, 0.001)  # 3.6 s
+    emulator.control.advance_time(60)
+    for _ in range(20):
+        writer.write_one()
+    retained = stream_contents(table_client, source)
+    second = Sink()
+    caplog.set_level(logging.WARNING, logger="airflow_tablestore.client.stream_worker")
+    worker = StreamWorker(table_client, source, second.processor, fast_config(status, "w")).start()
+    try:
+        wait_until(lambda: _delivered(second) == retained, what="the retained records")
+    finally:
+        worker.shutdown()
+    assert worker.metrics.trimmed_restarts >= 1
+    assert any("trimmed" in r.getMessage() and "lost" in r.getMessage() for r in caplog.records)
+    assert retained and not (before & retained)  # only the 20 newest records survived the retention
+    assert _delivered(second) == retained
+    assert second.violations == []
