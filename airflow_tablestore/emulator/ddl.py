@@ -138,10 +138,11 @@ class DdlApi:
 
     def _stream_spec(self, spec: Any) -> dict[str, Any]:
         if spec.enable_stream:
-            if not spec.HasField("expiration_time"):  # lenient: the emulator's --stream-retention-hours
-                return {"enabled": True, "expiration": self.store.default_retention_hours}
-            if not 1 <= spec.expiration_time <= 168:
-                raise parameter_invalid("Expiration time of stream must be in range: [1, 168] hours.")
+            if not spec.HasField("expiration_time"):
+                raise parameter_invalid("Expiration time of stream must be specified when enabling stream.")
+            limit = int(self.store.default_retention_hours)  # --stream-retention-hours (service: 168)
+            if not 1 <= spec.expiration_time <= limit:
+                raise parameter_invalid(f"Expiration time of stream must be in range: [1, {limit}] hours.")
             return {"enabled": True, "expiration": spec.expiration_time}
         if spec.HasField("expiration_time"):
             raise parameter_invalid("Expiration time of stream cannot be specified when disabling stream.")

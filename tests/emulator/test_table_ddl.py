@@ -102,7 +102,7 @@ def test_compute_split_points(wire: Wire, table: str) -> None:
     assert sum(loc.repeat for loc in resp.locations) == len(resp.split_points) + 1
 
 
-def test_stream_without_expiration_uses_the_default_retention(wire: Wire) -> None:
+def test_stream_spec_validation(wire: Wire) -> None:
     name = unique("ret")
     req = pb.CreateTableRequest()
     req.table_meta.table_name = name
@@ -111,11 +111,12 @@ def test_stream_without_expiration_uses_the_default_retention(wire: Wire) -> Non
     req.table_options.time_to_live = -1
     req.table_options.max_versions = 1
     req.stream_spec.enable_stream = True
+    with pytest.raises(WireError, match="Expiration time of stream must be specified"):
+        wire.call("CreateTable", req)
+    req.stream_spec.expiration_time = 169  # above --stream-retention-hours (168)
+    with pytest.raises(WireError, match=r"\[1, 168\]"):
+        wire.call("CreateTable", req)
+    req.stream_spec.expiration_time = 168
     wire.call("CreateTable", req)
     desc = wire.call("DescribeTable", pb.DescribeTableRequest(table_name=name))
     assert desc.stream_details.enable_stream and desc.stream_details.expiration_time == 168
-    bad = pb.UpdateTableRequest(table_name=name)
-    bad.stream_spec.enable_stream = True
-    bad.stream_spec.expiration_time = 500
-    with pytest.raises(WireError, match=r"\[1, 168\]"):
-        wire.call("UpdateTable", bad)
