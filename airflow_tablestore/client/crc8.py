@@ -5,8 +5,8 @@ step. The CRC is linear over GF(2), which gives two shortcuts:
 
 * ``crc8(data, s) == zero_table(len(data))[s] ^ crc8(data)``: the CRC of a repeated field can be cached and
   continued from any state (``zero_table(k)`` maps a state to the state after ``k`` zero bytes);
-* long inputs are folded block-wise with ``bytes.translate`` and big-integer XOR (work per byte happens in C),
-  which makes a 4 KB value several times faster than the byte loop.
+* inputs of 80 bytes or more are folded block-wise with ``bytes.translate`` and big-integer XOR (the work per
+  byte happens in C): 1.5x faster than the byte loop at 192 bytes, 10x at 4 KB.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def crc8_byte(crc: int, byte: int) -> int:
     return CRC8_TABLE[crc ^ byte]
 
 
-_LONG = 192  # from this length on the block-wise fold beats the byte loop
-_BLOCK = 16
+_LONG = 80  # from this length on the block-wise fold beats the byte loop
+_WIDE = 2048  # from this length on, fold 16 bytes per step instead of 4
 
 
 def crc8(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
@@ -72,27 +72,40 @@ def crc8(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
 
 
 def _crc8_long(data: bytes) -> int:
-    """CRC-8 from state 0 of a long input, folding ``_BLOCK`` bytes per step in C.
+    """CRC-8 from state 0 of a long input, folding B bytes per step in C (B = 4, or 16 for long inputs).
 
     With ``U = T^p`` and ``E = data.translate(T)`` the CRC is ``F(E) = XOR_j U^(m-1-j)[E_j]``. Grouping E into
     blocks of B bytes gives ``F_U(E) = F_{U^B}(E')`` with ``E'_i = XOR_r U^(B-1-r)[E_{iB+r}]``: each of the B
-    strided slices is mapped by one translate table and the results are XORed as big integers.
+    strided slices is mapped by one translate table and the results are XORed as big integers. Leading zero
+    bytes pad E to a multiple of B (they do not change a CRC that starts from 0).
     """
     powers = _POWERS
     order = _ORDER
-    block = _BLOCK
     values = data.translate(CRC8_TABLE)
     p = 1
     while len(values) >= _LONG:
-        pad = -len(values) % block
-        if pad:
-            values = bytes(pad) + values  # leading zeros do not change a CRC that starts from 0
-        folded = 0
-        for r in range(block):
-            folded ^= int.from_bytes(values[r::block].translate(powers[(p * (block - 1 - r)) % order]), "little")
-        values = folded.to_bytes(len(values) // block, "little")
-        p = (p * block) % order
-    step = powers[p % order]
+        if len(values) < _WIDE:
+            pad = -len(values) % 4
+            if pad:
+                values = bytes(pad) + values
+            folded = (
+                int.from_bytes(values[0::4].translate(powers[3 * p % order]), "little")
+                ^ int.from_bytes(values[1::4].translate(powers[2 * p % order]), "little")
+                ^ int.from_bytes(values[2::4].translate(powers[p]), "little")
+                ^ int.from_bytes(values[3::4], "little")
+            )
+            values = folded.to_bytes(len(values) // 4, "little")
+            p = 4 * p % order
+        else:
+            pad = -len(values) % 16
+            if pad:
+                values = bytes(pad) + values
+            folded = 0
+            for r in range(16):
+                folded ^= int.from_bytes(values[r::16].translate(powers[p * (15 - r) % order]), "little")
+            values = folded.to_bytes(len(values) // 16, "little")
+            p = 16 * p % order
+    step = powers[p]
     state = 0
     for value in values:
         state = step[state] ^ value

@@ -138,7 +138,7 @@ _ZERO8 = zero_table(8)
 _GC_PAUSE_BYTES = 16 * 1024
 
 # Long values: from this length on crc8() folds block-wise in C, faster than the inline byte loop.
-_LONG_VALUE = 192
+_LONG_VALUE = 80
 
 # ---- name cache: encoded cell name -> (name, CRC of the name bytes) ---------------------------------
 
