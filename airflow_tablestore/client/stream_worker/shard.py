@@ -211,6 +211,8 @@ class ShardConsumer:
         checkpoint = self.holder.lease.checkpoint
         try:
             self._iterator = self._resolve(checkpoint)
+        except TrimmedDataError:
+            self._restart_at_oldest()
         except NotFoundError:
             if self._shard_exists(self.shard_id):
                 raise
@@ -233,17 +235,20 @@ class ShardConsumer:
             return self.client.get_shard_iterator(sid, self.shard_id, timestamp_us=self._skip_until[0])
         return checkpoint
 
+    def _restart_at_oldest(self) -> None:
+        self.metrics.add("trimmed_restarts")
+        log.warning("shard %s: position %s is trimmed by the stream retention; restarting at the oldest "
+                    "retained record (records in between were lost)", self.shard_id,
+                    self.holder.lease.checkpoint[:24])
+        self._skip_until = None
+        self._iterator = self.client.get_shard_iterator(self.info.stream_id, self.shard_id)
+
     def _fetch_and_process(self) -> float | None:
         assert self._iterator is not None
         try:
             result = self.client.get_stream_records(self._iterator, self.config.fetch_limit)
         except TrimmedDataError:
-            self.metrics.add("trimmed_restarts")
-            log.warning("shard %s: position %s is trimmed by the stream retention; restarting at the oldest "
-                        "retained record (records in between were lost)", self.shard_id,
-                        self.holder.lease.checkpoint[:16])
-            self._skip_until = None
-            self._iterator = self.client.get_shard_iterator(self.info.stream_id, self.shard_id)
+            self._restart_at_oldest()
             return 0.0
         records = result.records
         if self._skip_until is not None and records:

@@ -144,6 +144,7 @@ class Sink:
         self.fail_first: set[str] = set()  # shard ids whose first batch raises once
         self.failed: set[str] = set()
         self.shutdowns: dict[str, list[ShutdownReason]] = defaultdict(list)
+        self.by_record = False  # checkpoint(last record) instead of checkpoint(); none at REQUESTED
 
     def deliver(self, shard: str, records: list[Record]) -> None:
         with self.lock:
@@ -177,12 +178,12 @@ class SinkProcessor(RecordProcessor):
 
     def process_records(self, records: list[Record], checkpointer: Checkpointer) -> None:
         self.sink.deliver(self.shard.shard_id, records)
-        checkpointer.checkpoint()
+        checkpointer.checkpoint(records[-1] if self.sink.by_record else None)
 
     def shutdown(self, reason: ShutdownReason, checkpointer: Checkpointer) -> None:
         with self.sink.lock:
             self.sink.shutdowns[self.shard.shard_id].append(reason)
-        if reason is not ShutdownReason.LEASE_LOST:
+        if reason is ShutdownReason.TERMINATE or (reason is ShutdownReason.REQUESTED and not self.sink.by_record):
             checkpointer.checkpoint()
 
 

@@ -143,19 +143,23 @@ def test_processor_exceptions_redeliver_the_batch(emulator: EmulatorProcess, tab
     assert _delivered(sink) == stream_contents(table_client, source) and sink.violations == []
 
 
+@pytest.mark.parametrize("by_record", [False, True], ids=["iterator-checkpoint", "record-checkpoint"])
 def test_trimmed_checkpoint_restarts_at_the_oldest_record(emulator: EmulatorProcess, table_client: TableClient,
                                                           names: Callable[[str], str],
-                                                          caplog: pytest.LogCaptureFixture) -> None:
+                                                          caplog: pytest.LogCaptureFixture, by_record: bool) -> None:
     source, status = names("src"), names("status")
     table_client.create_table(schema(source, stream=True))
     writer = Writer(table_client, source, seed=5)
     for _ in range(30):
         writer.write_one()
     first = Sink()
+    first.by_record = by_record
     worker = StreamWorker(table_client, source, first.processor, fast_config(status, "w")).start()
     before = stream_contents(table_client, source)
     wait_until(lambda: _delivered(first) == before, what="the first records")
     worker.shutdown()
+    checkpoints = [lease.checkpoint for lease in LeaseManager(table_client, status).list(str(worker.stream_id))]
+    assert any(c.startswith("TS:") for c in checkpoints) == by_record
     for _ in range(30):  # these will be trimmed before anyone reads them
         writer.write_one()
     emulator.control.set_retention(source, 0.001)  # 3.6 s
@@ -175,3 +179,28 @@ def test_trimmed_checkpoint_restarts_at_the_oldest_record(emulator: EmulatorProc
     assert retained and not (before & retained)  # only the 20 newest records survived the retention
     assert _delivered(second) == retained
     assert second.violations == []
+
+
+def test_record_checkpoint_resumes_right_after_the_record(table_client: TableClient,
+                                                          names: Callable[[str], str]) -> None:
+    source, status = names("src"), names("status")
+    table_client.create_table(schema(source, stream=True))
+    writer = Writer(table_client, source, seed=9)
+    for _ in range(40):
+        writer.write_one()
+    first = Sink()
+    first.by_record = True
+    worker = StreamWorker(table_client, source, first.processor, fast_config(status, "w")).start()
+    before = stream_contents(table_client, source)
+    wait_until(lambda: _delivered(first) == before, what="the first records")
+    worker.shutdown()
+    for _ in range(40):
+        writer.write_one()
+    second = Sink()
+    worker = StreamWorker(table_client, source, second.processor, fast_config(status, "w")).start()
+    after = stream_contents(table_client, source) - before
+    try:
+        wait_until(lambda: _delivered(second) == after, what="only the new records")
+    finally:
+        worker.shutdown()
+    assert after and second.redelivered == 0 and len(second.log) == len(after)
