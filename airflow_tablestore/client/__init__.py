@@ -8,7 +8,8 @@ Quick start::
         client.put_row("orders", [("id", 1)], {"status": "new"})
         row = client.get_row("orders", [("id", 1)])
 
-``TunnelClient`` is imported lazily (``from airflow_tablestore.client import TunnelClient`` works).
+``TunnelClient`` and ``StreamClient`` are imported lazily (``from airflow_tablestore.client import TunnelClient``
+works).
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ __all__ = [
     "RowWriteResult",
     "ServerError",
     "SingleColumnCondition",
+    "StreamClient",
     "StreamSpec",
     "TableClient",
     "TableDescription",
@@ -118,4 +120,8 @@ def __getattr__(name: str) -> Any:
         from airflow_tablestore.client.tunnel import TunnelClient
 
         return TunnelClient
+    if name == "StreamClient":
+        from airflow_tablestore.client.stream import StreamClient
+
+        return StreamClient
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
