@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, field
+
+SECRET_ENV = "TABLESTORE_EMULATOR_ACCESS_KEY_SECRET"
 
 
 @dataclass
@@ -35,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=d.port, help="0 picks a free port")
     p.add_argument("--instance", default=d.instance)
     p.add_argument("--access-key-id", default=d.access_key_id)
-    p.add_argument("--access-key-secret", default=d.access_key_secret)
+    p.add_argument("--access-key-secret", default=os.environ.get(SECRET_ENV, d.access_key_secret),
+                   help=f"default: ${SECRET_ENV} if set (keeps the secret out of the process list)")
     p.add_argument("--data-dir", default=None, help="omitted: a temporary directory removed on exit")
     p.add_argument("--stream-partitions", type=int, default=d.stream_partitions)
     p.add_argument("--base-channel-rows", type=int, default=d.base_channel_rows,

@@ -27,6 +27,12 @@ def test_config_defaults_and_secret_not_in_repr() -> None:
     assert parse_args(["--no-verify-signature", "--stream-partitions", "2"]).stream_partitions == 2
 
 
+def test_secret_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TABLESTORE_EMULATOR_ACCESS_KEY_SECRET", "from-env")
+    assert parse_args([]).access_key_secret == "from-env"
+    assert parse_args(["--access-key-secret", "flag"]).access_key_secret == "flag"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_temp_data_dir_and_clean_shutdown(sig: int) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "airflow_tablestore.emulator", "--log-level", "WARNING"],
