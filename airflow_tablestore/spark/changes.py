@@ -142,9 +142,113 @@ def record_to_row(record: Record, channel_id: str, chunk: str, index: int) -> di
 
 
 def records_to_arrow(records: Sequence[Record], channel_id: str, chunk: str, first_index: int = 0) -> pa.Table:
-    """Records as a change-log table, positions numbered from ``first_index``."""
-    rows = [record_to_row(r, channel_id, chunk, first_index + i) for i, r in enumerate(records)]
-    return pa.Table.from_pylist(rows, schema=CHANGE_SCHEMA)
+    """Records as a change-log table, positions numbered from ``first_index``.
+
+    Built column by column (one pass over the records, then one C conversion per leaf field): several
+    times faster than ``Table.from_pylist`` of nested dicts on the executors' hot path.
+    """
+    pk = _ValueColumns(with_cell=False)
+    cols = _ValueColumns(with_cell=True)
+    pk_offsets = [0]
+    col_offsets = [0]
+    actions: list[str] = []
+    epochs: list[int | None] = []
+    stamps: list[int | None] = []
+    indexes: list[int | None] = []
+    action_names = _ACTION_NAMES
+    op_names = _OP_NAMES
+    for record in records:
+        actions.append(action_names[record.action])
+        for name, value in record.primary_key:
+            pk.add(name, value)
+        pk_offsets.append(len(pk.names))
+        for col in record.columns:
+            cols.add(col.name, col.value, op_names[col.op], col.timestamp)
+        col_offsets.append(len(cols.names))
+        seq = record.sequence
+        if seq is None:
+            epochs.append(None)
+            stamps.append(None)
+            indexes.append(None)
+        else:
+            epochs.append(seq.epoch)
+            stamps.append(seq.timestamp)
+            indexes.append(seq.row_index)
+    n = len(actions)
+    arrays = [
+        pa.array([channel_id] * n, pa.string()),
+        pa.array([chunk] * n, pa.string()),
+        pa.array(range(first_index, first_index + n), pa.int64()),
+        pa.array(actions, pa.string()),
+        pa.ListArray.from_arrays(pa.array(pk_offsets, pa.int32()), pk.struct(PK_TYPE)),
+        pa.ListArray.from_arrays(pa.array(col_offsets, pa.int32()), cols.struct(COLUMN_TYPE)),
+        pa.array(epochs, pa.int64()),
+        pa.array(stamps, pa.int64()),
+        pa.array(indexes, pa.int64()),
+    ]
+    return pa.Table.from_arrays(arrays, schema=CHANGE_SCHEMA)
+
+
+_ACTION_NAMES = {a: a.name for a in ActionType}
+_OP_NAMES = {op: op.name for op in CellOp}
+
+
+class _ValueColumns:
+    """Leaf lists of the typed-value struct, filled one value at a time."""
+
+    def __init__(self, *, with_cell: bool) -> None:
+        self.with_cell = with_cell
+        self.names: list[str] = []
+        self.ops: list[str] = []
+        self.stamps: list[int | None] = []
+        self.types: list[str | None] = []
+        self.ints: list[int | None] = []
+        self.doubles: list[float | None] = []
+        self.bools: list[bool | None] = []
+        self.strings: list[str | None] = []
+        self.binaries: list[bytes | None] = []
+
+    def add(self, name: str, value: Any, op: str = "PUT", timestamp: int | None = None) -> None:
+        self.names.append(name)
+        if self.with_cell:
+            self.ops.append(op)
+            self.stamps.append(timestamp)
+        i = d = b = s = x = None
+        kind: str | None
+        cls = type(value)
+        if value is None:
+            kind = None
+        elif cls is bool:
+            kind, b = "BOOLEAN", value
+        elif cls is int:
+            kind, i = "INTEGER", value
+        elif cls is float:
+            kind, d = "DOUBLE", value
+        elif cls is str:
+            kind, s = "STRING", value
+        elif isinstance(value, bytes | bytearray | memoryview):
+            kind, x = "BINARY", bytes(value)
+        else:
+            item = _typed(value)  # subclasses of the basic types, or an unsupported value (raises)
+            kind, i, d, b, s, x = (item["type"], item["int_value"], item["double_value"], item["bool_value"],
+                                   item["string_value"], item["binary_value"])
+        self.types.append(kind)
+        self.ints.append(i)
+        self.doubles.append(d)
+        self.bools.append(b)
+        self.strings.append(s)
+        self.binaries.append(x)
+
+    def struct(self, struct_type: pa.StructType) -> pa.StructArray:
+        leaves = [pa.array(self.names, pa.string())]
+        if self.with_cell:
+            leaves += [pa.array(self.ops, pa.string()), pa.array(self.stamps, pa.int64())]
+        leaves += [
+            pa.array(self.types, pa.string()), pa.array(self.ints, pa.int64()),
+            pa.array(self.doubles, pa.float64()), pa.array(self.bools, pa.bool_()),
+            pa.array(self.strings, pa.string()), pa.array(self.binaries, pa.binary()),
+        ]
+        return pa.StructArray.from_arrays(leaves, fields=list(struct_type))
 
 
 def row_to_record(row: dict[str, Any]) -> Record:
