@@ -61,12 +61,13 @@ class EmulatorProcess:
             "--host", "127.0.0.1", "--port", str(self.port),
             "--instance", self.instance,
             "--access-key-id", self.access_key_id,
-            "--access-key-secret", self.access_key_secret,
             "--data-dir", str(self.data_dir),
             *self.extra_args,
         ]
+        # the secret goes through the environment, not the process list
+        env = dict(os.environ, TABLESTORE_EMULATOR_ACCESS_KEY_SECRET=self.access_key_secret)
         self.process = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env
         )
         deadline = time.monotonic() + self.startup_timeout
         assert self.process.stdout is not None
