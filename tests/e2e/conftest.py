@@ -80,10 +80,23 @@ class ConsumerRun:
     killed: bool
 
 
+def _python_driver_pids(jvm_pid: int) -> list[int]:
+    children = subprocess.run(["pgrep", "-P", str(jvm_pid)], capture_output=True, text=True).stdout.split()
+    pids = []
+    for pid in children:
+        try:
+            if "consumer.py" in Path(f"/proc/{pid}/cmdline").read_text():
+                pids.append(int(pid))
+        except OSError:
+            continue
+    return pids
+
+
 def run_consumer(emulator: EmulatorProcess, args: Sequence[str], *, kill_when: str | None = None,
-                 timeout: float = 300) -> ConsumerRun:
+                 sigterm_driver: bool = False, timeout: float = 300) -> ConsumerRun:
     """``spark-submit --master local[2] consumer.py ARGS``; with ``kill_when`` (a regex), SIGKILL the whole
-    process group (JVM, Python driver, Python workers) as soon as a log line matches."""
+    process group (JVM, Python driver, Python workers) as soon as a log line matches — or, with
+    ``sigterm_driver``, send SIGTERM to the Python driver only (what a container stop does)."""
     cmd = [str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
            "--driver-java-options", FAST_JVM, application_path(), *args]
     proc = subprocess.Popen(cmd, env=consumer_env(emulator), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -98,7 +111,11 @@ def run_consumer(emulator: EmulatorProcess, args: Sequence[str], *, kill_when: s
             lines.append(line)
             if pattern is not None and not killed.is_set() and pattern.search(line):
                 killed.set()
-                os.killpg(proc.pid, signal.SIGKILL)
+                if sigterm_driver:
+                    for pid in _python_driver_pids(proc.pid):
+                        os.kill(pid, signal.SIGTERM)
+                else:
+                    os.killpg(proc.pid, signal.SIGKILL)
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()

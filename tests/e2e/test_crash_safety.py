@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -68,4 +69,19 @@ def test_parquet_sink_survives_sigkill_in_both_phases(emulator: EmulatorProcess,
     _kill_then_rerun(emulator, [*args, "--phase", "incremental", "--cutoff", cutoff])
     records = arrow_to_records(read_change_log(path))
     assert base_rows(records) == expected_base
-    assert stream_changes(records) == __import__("collections").Counter(write_key(w) for w in writes)
+    assert stream_changes(records) == Counter(write_key(w) for w in writes)
+
+
+def test_sigterm_shuts_the_tunnel_client_down(emulator: EmulatorProcess, table_client: TableClient,
+                                              tunnel_client: TunnelClient, unique: object, tmp_path: Path) -> None:
+    """SIGTERM (task killed, container stopped): exit 143 and the channels are released at once, not after the
+    client timeout, so the next run can start reading immediately."""
+    src, tunnel = unique("src"), unique("tun")  # type: ignore[operator]
+    make_source(table_client, tunnel_client, src, tunnel, 1000)
+    args = ["--table", src, "--tunnel", tunnel, "--sink", "parquet", "--sink-path", str(tmp_path), "--phase",
+            "full", "--records-per-channel", "50", "--heartbeat-interval", "1", "--client-timeout", "300"]
+    stopped = run_consumer(emulator, args, kill_when=KILL_IN_ROUND_2, sigterm_driver=True)
+    assert stopped.killed and stopped.returncode == 143, stopped.output[-3000:]
+    assert "terminated by SIGTERM" in stopped.output
+    channels = tunnel_client.describe_tunnel(src, tunnel).channels
+    assert channels and all(not c.client_id for c in channels)  # released despite the 300 s client timeout
