@@ -1,0 +1,80 @@
+"""The example DAG's structure, params and secret handling (fast: no Spark, no DAG run)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "super-secret-xyz-123"
+STS = "sts-token-abcdef-456"
+
+
+@pytest.fixture(scope="module")
+def dag_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AIRFLOW_HOME", str(tmp_path_factory.mktemp("airflow-home")))
+    mp.setenv("AIRFLOW_CONN_TS_TEST", json.dumps({
+        "conn_type": "tablestore", "host": "http://127.0.0.1:9", "login": "akid-12345", "password": SECRET,
+        "extra": {"instance_name": "inst", "sts_token": STS},
+    }))
+    spec = importlib.util.spec_from_file_location("tablestore_replication", ROOT / "dags/tablestore_replication.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tablestore_replication"] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("tablestore_replication", None)
+    mp.undo()
+
+
+def test_schedule_and_runs(dag_module: ModuleType) -> None:
+    dag = dag_module.dag
+    assert dag.catchup is True and dag.max_active_runs == 1
+    assert {"tablestore_conn_id", "sink_tablestore_conn_id", "spark_conn_id", "source_table", "destination_table",
+            "tunnel_name", "sink_type", "parquet_path"} <= set(dag.params.keys())
+
+
+def test_task_graph(dag_module: ModuleType) -> None:
+    dag = dag_module.dag
+    down = {t.task_id: set(t.downstream_task_ids) for t in dag.tasks}
+    assert down["choose_sink"] == {"create_destination_table", "create_tunnel"}
+    assert down["create_destination_table"] == {"create_tunnel"}
+    assert down["create_tunnel"] == {"plan"}
+    assert down["plan"] == {"full_phase", "incremental_phase", "wait_consume_point"}
+    assert down["full_phase"] == {"incremental_phase"}
+    assert down["incremental_phase"] == {"wait_consume_point"}
+    inc = dag.get_task("incremental_phase")
+    assert inc.trigger_rule == "none_failed_min_one_success"
+    assert "data_interval_end" in " ".join(inc.application_args)
+    assert dag.get_task("wait_consume_point").cutoff == inc.application_args[-1]
+
+
+def test_credentials_only_in_env_vars(dag_module: ModuleType) -> None:
+    for task_id in ("full_phase", "incremental_phase"):
+        task = dag_module.dag.get_task(task_id)
+        args = " ".join(task.application_args)
+        assert "secret" not in args.lower() and "tablestore_setting" not in args
+        assert task.application == dag_module.APPLICATION and Path(task.application).is_file()
+        assert "access_key_secret" in task.env_vars["TABLESTORE_ACCESS_KEY_SECRET"]
+        assert "sink_tablestore_conn_id" in task.env_vars["TABLESTORE_SINK_ACCESS_KEY_SECRET"]
+        assert "_conn_id" in type(task).template_fields
+
+
+def test_macro_reads_the_connection_and_masks_secrets(dag_module: ModuleType) -> None:
+    from airflow.sdk._shared.secrets_masker import redact
+
+    assert dag_module.tablestore_setting("ts_test", "endpoint") == "http://127.0.0.1:9"
+    assert dag_module.tablestore_setting("ts_test", "instance_name") == "inst"
+    assert dag_module.tablestore_setting("ts_test", "access_key_secret") == SECRET
+    assert dag_module.tablestore_setting("ts_test", "sts_token") == STS
+    assert dag_module.tablestore_setting("ts_test", "region") == ""
+    assert SECRET not in str(redact(f"env {SECRET} {STS}")) and STS not in str(redact(STS))
+    with pytest.raises(ValueError):
+        dag_module.tablestore_setting("ts_test", "password")
