@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_tablestore.client.errors import TablestoreError, TunnelExpiredError, TunnelNotFoundError
-from airflow_tablestore.client.model import TunnelDescription
+from airflow_tablestore.client.model import ChannelStatus, TunnelDescription
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
 from airflow_tablestore.spark.options import JobOptions
 from airflow_tablestore.spark.phases import BASE, STREAM, full_phase_done, incremental_done
@@ -172,14 +172,25 @@ class ConsumerJob:
             log.info("incremental phase %s: consume point %s >= cutoff %s", what, self.summary.consume_point,
                      self.summary.cutoff)
 
+    def _log_consume_point(self, desc: TunnelDescription) -> None:
+        cutoff_ns = (self.options.cutoff_us or 0) * 1000
+        live = [c for c in desc.channels if c.channel_type == STREAM and c.status != ChannelStatus.TERMINATED]
+        behind = [c for c in live if c.consume_point_ns < cutoff_ns]
+        log.info("consume point %s vs cutoff %s: %d of %d stream channels behind", _fmt_ns(desc.consume_point_ns),
+                 self.summary.cutoff, len(behind), len(live))
+
     def _rounds(self, spark: Any, session: TunnelSession, desc: TunnelDescription) -> TunnelDescription:
         o = self.options
+        logged = 0
         while True:
             if o.max_rounds and self.summary.rounds >= o.max_rounds:
                 log.info("stopping after --max-rounds %d", o.max_rounds)
                 return desc
             session.heartbeat()
             desc = self.describe()
+            if o.phase == "incremental" and self.summary.rounds > logged:
+                logged = self.summary.rounds
+                self._log_consume_point(desc)
             if self.done(desc):
                 return desc
             wanted = BASE if o.phase == "full" else STREAM

@@ -109,7 +109,7 @@ def test_successive_cutoffs_give_exact_union(table_client: Any, tunnel_client: A
     gone: set[int] = set()
     before = demo.write_changes(table_client, src, 300, 120, offset=1, gone=gone)
     t1 = datetime.now(UTC)
-    after = demo.write_changes(table_client, src, 300, 120, offset=2, gone=gone)
+    after = demo.write_changes(table_client, src, 300, 600, offset=2, gone=gone)  # > one read batch
     t2 = datetime.now(UTC)
 
     job(settings, sink, *base, "--phase", "incremental", "--cutoff", t1.isoformat(),
@@ -119,6 +119,7 @@ def test_successive_cutoffs_give_exact_union(table_client: Any, tunnel_client: A
     want_before = Counter(write_key(w) for w in before)
     assert not (want_before - got), "a change before the first cutoff is missing"
     assert not (got - want_before - Counter(write_key(w) for w in after))
+    assert sum(got.values()) < len(before) + len(after), "the first run should have stopped at its cutoff"
 
     job(settings, sink, *base, "--phase", "incremental", "--cutoff", t2.isoformat()).run()
     stream = [r for r in arrow_to_records(read_change_log(str(tmp_path))) if r.sequence is not None]
