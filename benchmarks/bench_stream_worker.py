@@ -1,6 +1,6 @@
 """StreamWorker vs TunnelWorker on the same stream data, same run, against a bare GetStreamRecord loop.
 
-Run: ``.venv/bin/python -m benchmarks.bench_stream_worker [--rows 60000] [--rounds 3]``
+Run: ``.venv/bin/python -m benchmarks.bench_stream_worker [--rows 200000] [--rounds 3]``
 
 One emulator process (``--stream-partitions 4``); a stream-enabled table receives ``rows`` row writes (an int
 key and four small columns, through BatchWriteRow), so the stream log holds ``rows`` records in 4 shards.
@@ -172,7 +172,7 @@ def timed(fn: Callable[[], int], rows: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=60_000)
+    ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-write", action="store_true", help=f"do not write {RESULTS_FILE.name}")
     args = ap.parse_args()
