@@ -82,9 +82,9 @@ def default_spark_factory(options: Any) -> Any:
 
 def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
     """Parse, run one phase, log a ``CONSUMER_SUMMARY {json}`` line; returns the exit code."""
-    from airflow_tablestore.client.errors import TablestoreError
+    from airflow_tablestore.client.errors import TablestoreError, TunnelExpiredError
     from airflow_tablestore.spark import settings as settings_mod
-    from airflow_tablestore.spark.driver import ConsumerJob, JobError
+    from airflow_tablestore.spark.driver import ConsumerJob, JobError, expired_message
     from airflow_tablestore.spark.options import OptionsError, parse_args
 
     try:
@@ -110,6 +110,9 @@ def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
         return 0
     except JobError as exc:
         log.error("%s", exc)
+        return 1
+    except TunnelExpiredError as exc:
+        log.error("%s", expired_message(exc))
         return 1
     except TablestoreError as exc:
         log.error("Tablestore error: %s", exc)

@@ -96,6 +96,7 @@ class ConsumerJob:
         self.settings = settings
         self.sink = sink
         self.spark_factory = spark_factory
+        self._spark_session: Any = None
         self.client: TunnelClient = settings.tunnel_client(timeout=options.request_timeout)
         self.summary = JobSummary(options.phase, options.table, options.tunnel,
                                   cutoff=options.cutoff.isoformat() if options.cutoff else None)
@@ -140,7 +141,6 @@ class ConsumerJob:
             self.summary.seconds = time.monotonic() - started
             return self.summary
         self.sink.check()
-        spark = self.spark_factory()
         reconnects = 0
         while True:
             session = TunnelSession(
@@ -149,7 +149,7 @@ class ConsumerJob:
             )
             try:
                 session.start()
-                desc = self._rounds(spark, session, desc)
+                desc = self._rounds(session, desc)
                 break
             except SessionLostError as exc:
                 reconnects += 1
@@ -179,7 +179,15 @@ class ConsumerJob:
         log.info("consume point %s vs cutoff %s: %d of %d stream channels behind", _fmt_ns(desc.consume_point_ns),
                  self.summary.cutoff, len(behind), len(live))
 
-    def _rounds(self, spark: Any, session: TunnelSession, desc: TunnelDescription) -> TunnelDescription:
+    def _spark(self) -> Any:
+        """The Spark session, started on the first round (a tunnel problem fails before Spark starts)."""
+        if self._spark_session is None:
+            started = time.monotonic()
+            self._spark_session = self.spark_factory()
+            self.summary.profile["spark_start"] = time.monotonic() - started
+        return self._spark_session
+
+    def _rounds(self, session: TunnelSession, desc: TunnelDescription) -> TunnelDescription:
         o = self.options
         logged = 0
         while True:
@@ -201,7 +209,7 @@ class ConsumerJob:
                          desc.tunnel.stage.value)
                 time.sleep(o.idle_wait)
                 continue
-            records = self._round(spark, session, channels)
+            records = self._round(session, channels)
             if records == 0 and o.phase == "incremental":
                 time.sleep(o.idle_wait)  # caught up with the log: let the consume point move on
 
@@ -213,9 +221,10 @@ class ConsumerJob:
         self._rotation += limit
         return (channels[start:] + channels[:start])[:limit]
 
-    def _round(self, spark: Any, session: TunnelSession, channels: list[str]) -> int:
+    def _round(self, session: TunnelSession, channels: list[str]) -> int:
         o = self.options
         number = self.summary.rounds + 1
+        spark = self._spark()
         t0 = time.monotonic()
         channels = self._select(channels)
         checkpoints = {cid: session.get_checkpoint(cid) for cid in channels}

@@ -15,10 +15,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from airflow_tablestore.client.tunnel import FINISHED
 from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import Sink
 
-FINISHED = "finished"  # same literal as airflow_tablestore.client.tunnel.FINISHED (kept import-light)
 ENOUGH_RECORDS = 500
 ENOUGH_BYTES = 900 * 1024
 

@@ -155,3 +155,25 @@ def test_missing_sink_table_fails_before_reading(table_client: Any, tunnel_clien
             "--phase", "full", "--sink", "tablestore", "--sink-table", "no_such_table", calls=calls).run()
     assert calls == []
     assert all(c.status != ChannelStatus.TERMINATED for c in tunnel_client.describe_tunnel(src, tunnel).channels)
+
+
+def test_expired_tunnel_fails_clearly_without_spark(emulator: Any, table_client: Any, tunnel_client: Any,
+                                                    settings: TablestoreSettings, unique: Any,
+                                                    tmp_path: Path) -> None:
+    """Run last in this module: it moves the emulator clock 3 hours forward."""
+    src, tunnel = unique("src"), unique("tun")
+    make_source(table_client, tunnel_client, src, tunnel, rows=20)
+    sink = ParquetSink(str(tmp_path))
+    base = ["--table", src, "--tunnel", tunnel, "--sink", "parquet", "--sink-path", str(tmp_path)]
+    job(settings, sink, *base, "--phase", "full").run()
+    demo.write_changes(table_client, src, 20, 10)
+    control = emulator.control
+    control.set_retention(src, 1)
+    control.advance_time(3 * 3600)
+    control.trim(src)
+    calls: list[int] = []
+    with pytest.raises(Exception, match="(?i)expired") as info:
+        cutoff = datetime.now(UTC).isoformat()
+        job(settings, sink, *base, "--phase", "incremental", "--cutoff", cutoff, calls=calls).run()
+    assert "recreate" in str(info.value), info.value
+    assert calls == []  # failed before Spark started
