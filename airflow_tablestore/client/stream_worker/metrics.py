@@ -17,6 +17,7 @@ class StreamMetricsSnapshot(NamedTuple):
     leases_lost: int
     processor_errors: int
     trimmed_restarts: int
+    coordinator_errors: int
 
 
 class StreamWorkerMetrics:

@@ -11,9 +11,11 @@ shard's :class:`ShardConsumer` to a thread pool. A shard starts only when all it
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 
@@ -176,11 +178,11 @@ class StreamWorker:
         while not self._stop.is_set():
             now = time.monotonic()
             if now >= next_sync:
-                self._sync_shards()
                 next_sync = now + cfg.shard_sync_interval_s
+                self._guard("shard sync", self._sync_shards)
             if now >= next_lease_tick:
-                self._lease_tick(now)
                 next_lease_tick = now + cfg.renew_interval_s
+                self._guard("lease tick", functools.partial(self._lease_tick, now))
             if now >= next_progress:
                 m = self.metrics
                 log.info("stream worker %s: %d shard(s) owned, %d records, %d checkpoints, %d shards finished",
@@ -189,6 +191,17 @@ class StreamWorker:
             wait = self._dispatch(now)
             self._wake.wait(min(wait, max(0.0, next_lease_tick - time.monotonic())))
             self._wake.clear()
+
+    def _guard(self, what: str, step: Callable[[], None]) -> None:
+        """Run a coordinator step; service errors (after the transport's retries) are logged and the step runs
+        again at its next period — only :class:`StreamWorkerError` is fatal."""
+        try:
+            step()
+        except StreamWorkerError:
+            raise
+        except TablestoreError as exc:
+            self._metrics.add("coordinator_errors")
+            log.warning("stream worker %s: %s failed (%s); retrying next period", self.worker_id, what, exc)
 
     def _lease_tick(self, now: float) -> None:
         assert self.stream_id is not None

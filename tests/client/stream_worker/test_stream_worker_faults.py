@@ -204,3 +204,34 @@ def test_record_checkpoint_resumes_right_after_the_record(table_client: TableCli
     finally:
         worker.shutdown()
     assert after and second.redelivered == 0 and len(second.log) == len(after)
+
+
+def test_service_errors_are_survived(emulator: EmulatorProcess, names: Callable[[str], str]) -> None:
+    from airflow_tablestore.client.retry import RetryPolicy
+
+    source, status = names("src"), names("status")
+    client = TableClient(**emulator.client_kwargs, retry=RetryPolicy(max_attempts=2, total_budget_s=2,
+                                                                      base_delay_s=0.01, max_delay_s=0.05))
+    client.create_table(schema(source, stream=True))
+    writer = Writer(client, source, seed=13)
+    for _ in range(80):
+        writer.write_one()
+    expected = stream_contents(client, source)
+    sink = Sink()
+    worker = StreamWorker(client, source, sink.processor, fast_config(status, "w")).start()
+    control = emulator.control
+    try:
+        control.add_fault("/DescribeStream", "OTSInternalServerError", status=500, count=6)
+        control.add_fault("/GetRange", "OTSInternalServerError", status=500, count=4)  # lease scans
+        control.add_fault("/GetStreamRecord", "OTSServerUnavailable", status=503, count=8)
+        control.add_fault("/UpdateRow", "OTSInternalServerError", status=500, count=4)  # renewals, checkpoints
+        wait_until(lambda: _delivered(sink) == expected, what="every record despite the faults")
+        wait_until(lambda: not control.state()["faults"], what="all injected faults consumed")
+        assert worker._thread is not None and worker._thread.is_alive()  # noqa: SLF001 - still running
+    finally:
+        control.clear_faults()
+        worker.shutdown()
+        client.close()
+    worker.join()  # no fatal error recorded
+    assert worker.metrics.coordinator_errors >= 1
+    assert sink.violations == []
