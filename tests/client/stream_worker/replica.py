@@ -122,8 +122,10 @@ class Writer:
         return self
 
     def stop(self) -> None:
+        """Stop and wait for the thread (idempotent)."""
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 class Sink:

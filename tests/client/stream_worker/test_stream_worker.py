@@ -69,7 +69,7 @@ def test_two_then_three_workers_split_and_exact_replica(emulator: EmulatorProces
         writer.stop()
         wait_until(lambda: _caught_up(table_client, source, replica), timeout=90, what="replica == source")
     finally:
-        writer.stop() if not writer._stop.is_set() else None
+        writer.stop()
         for w in workers:
             w.shutdown()
         writer_client.close()
@@ -92,9 +92,8 @@ def test_killed_worker_is_taken_over(emulator: EmulatorProcess, table_client: Ta
     source, replica, status = names("src"), names("dst"), names("status")
     table_client.create_table(schema(source, stream=True))
     table_client.create_table(schema(replica, stream=False))
-    writer = Writer(table_client, source, seed=11)
-    for _ in range(150):
-        writer.write_one()
+    writer_client = TableClient(**emulator.client_kwargs)
+    writer = Writer(writer_client, source, seed=11).start()  # continuous writes throughout
     leases = LeaseManager(table_client, status)
     proc = subprocess.Popen([sys.executable, str(REPLICA_SCRIPT), emulator.endpoint, source, replica, status,
                              "victim"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -108,16 +107,19 @@ def test_killed_worker_is_taken_over(emulator: EmulatorProcess, table_client: Ta
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
-    for _ in range(100):  # more writes after the crash
-        writer.write_one()
     assert _owners(leases, sid) == Counter({"victim": 6})  # nobody released anything
     sink = Sink(table_client, replica)
     survivor = StreamWorker(table_client, source, sink.processor, fast_config(status, "survivor")).start()
     try:
         wait_until(lambda: _owners(leases, sid) == Counter({"survivor": 6}), what="survivor taking over")
+        written = writer.count
+        wait_until(lambda: writer.count >= written + 50, what="50 more writes after the takeover")
+        writer.stop()
         wait_until(lambda: _caught_up(table_client, source, replica), what="replica == source after takeover")
     finally:
+        writer.stop()
         survivor.shutdown()
+        writer_client.close()
     assert survivor.metrics.leases_taken == 6
     assert sink.violations == []
     assert scan(table_client, source) == scan(table_client, replica)
