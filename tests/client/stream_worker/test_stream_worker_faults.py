@@ -235,3 +235,32 @@ def test_service_errors_are_survived(emulator: EmulatorProcess, names: Callable[
     worker.join()  # no fatal error recorded
     assert worker.metrics.coordinator_errors >= 1
     assert sink.violations == []
+
+
+def test_merge_child_waits_for_both_parents(emulator: EmulatorProcess, table_client: TableClient,
+                                            names: Callable[[str], str]) -> None:
+    source, replica, status = names("src"), names("dst"), names("status")
+    table_client.create_table(schema(source, stream=True))
+    table_client.create_table(schema(replica, stream=False))
+    writer = Writer(table_client, source, seed=21)
+    for _ in range(60):
+        writer.write_one()
+    sink = Sink(table_client, replica)
+    parts = emulator.control.partitions(source)
+    slow = parts[1]["partition_id"]
+    sink.fail_first = {slow}  # one parent is held back by a failing first batch
+    worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "w")).start()
+    try:
+        merged = emulator.control.merge_partitions(source, parts[0]["partition_id"], slow)
+        assert merged["parent_ids"] == [parts[0]["partition_id"], slow]
+        for _ in range(60):
+            writer.write_one()
+        wait_until(lambda: _delivered(sink) == stream_contents(table_client, source), what="every record")
+    finally:
+        worker.shutdown()
+    assert scan(table_client, source) == scan(table_client, replica) and sink.violations == []
+    position = {s: [i for i, (shard, _, _) in enumerate(sink.log) if shard == s] for s in merged["parent_ids"]}
+    child = [i for i, (shard, _, _) in enumerate(sink.log) if shard == merged["partition_id"]]
+    assert child and all(p and max(p) < min(child) for p in position.values())
+    lease = LeaseManager(table_client, status).get(str(worker.stream_id), merged["partition_id"])
+    assert lease is not None and lease.parent_shard_ids == tuple(merged["parent_ids"])
