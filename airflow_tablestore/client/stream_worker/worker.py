@@ -72,7 +72,7 @@ class StreamWorker:
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._error: BaseException | None = None
-        self._last_leases: dict[str, Lease] = {}
+        self._pool_prefix = f"stream-shard-{self.worker_id}"
 
     def __repr__(self) -> str:
         return f"StreamWorker(table={self.table!r}, worker_id={self.worker_id!r})"
@@ -108,10 +108,14 @@ class StreamWorker:
             raise self._error
 
     def shutdown(self, timeout: float | None = 60.0) -> None:
-        """Stop: finish in-flight steps, shut processors down with REQUESTED, release the leases."""
+        """Stop: finish in-flight steps, shut processors down with REQUESTED, release the leases. Callable from a
+        processor (returns at once; the worker stops after the current step)."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
+        current = threading.current_thread()
+        if current.name.startswith(self._pool_prefix):
+            return  # called from a processor: the coordinator finishes the shutdown after this step returns
+        if self._thread is not None and self._thread is not current:
             self._thread.join(timeout)
 
     def __enter__(self) -> StreamWorker:
@@ -159,8 +163,7 @@ class StreamWorker:
 
     # -- coordinator loop ---------------------------------------------------------------------------
     def _loop_guarded(self) -> None:
-        self._pool = ThreadPoolExecutor(self.config.max_parallel_shards,
-                                        thread_name_prefix=f"stream-shard-{self.worker_id}")
+        self._pool = ThreadPoolExecutor(self.config.max_parallel_shards, thread_name_prefix=self._pool_prefix)
         try:
             self._loop()
         except BaseException as exc:  # noqa: BLE001 - surfaced by join()
@@ -219,7 +222,6 @@ class StreamWorker:
         leases = self.leases.list(self.stream_id)
         self._observer.observe(leases, now)
         by_shard = {lease.shard_id: lease for lease in leases}
-        self._last_leases = by_shard
         with self._lock:
             self._consumers = {k: c for k, c in self._consumers.items() if not (c.done and not c.busy)}
             for lease in leases:  # leases someone handed to us, or ours from before a restart

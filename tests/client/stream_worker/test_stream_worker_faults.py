@@ -15,6 +15,7 @@ from airflow_tablestore.client.model import (
     INF_MIN,
     PrimaryKeyColumn,
     PrimaryKeyType,
+    Record,
     StreamSpec,
     TableSchema,
 )
@@ -24,6 +25,7 @@ from airflow_tablestore.client.stream_worker import (
     STATUS_TYPE,
     STREAM_NOT_FOUND,
     LeaseManager,
+    ShardInfo,
     ShutdownReason,
     StreamWorker,
     StreamWorkerError,
@@ -264,3 +266,28 @@ def test_merge_child_waits_for_both_parents(emulator: EmulatorProcess, table_cli
     assert child and all(p and max(p) < min(child) for p in position.values())
     lease = LeaseManager(table_client, status).get(str(worker.stream_id), merged["partition_id"])
     assert lease is not None and lease.parent_shard_ids == tuple(merged["parent_ids"])
+
+
+def test_shutdown_from_a_processor(table_client: TableClient, names: Callable[[str], str]) -> None:
+    from airflow_tablestore.client.stream_worker import CallbackRecordProcessor
+
+    source, status = names("src"), names("status")
+    table_client.create_table(schema(source, stream=True))
+    writer = Writer(table_client, source, seed=17)
+    for _ in range(30):
+        writer.write_one()
+    seen: list[int] = []
+    holder: list[StreamWorker] = []
+
+    def stop_after_first_batch(shard: ShardInfo, records: list[Record]) -> None:
+        seen.append(len(records))
+        holder[0].shutdown()
+
+    worker = StreamWorker(table_client, source, lambda s: CallbackRecordProcessor(stop_after_first_batch),
+                          fast_config(status, "w"))
+    holder.append(worker)
+    worker.run()  # returns once the processor asked for shutdown
+    assert seen and worker.owned_shards() == []
+    leases = LeaseManager(table_client, status).list(str(worker.stream_id))
+    assert leases and all(lease.owner == "" for lease in leases)
+    assert any(lease.checkpoint not in ("TRIM_HORIZON", SHARD_END) for lease in leases)  # progress was saved
