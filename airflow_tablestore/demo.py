@@ -357,9 +357,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[demo]   rows: {len(src)} ({cells} cells) in {source} and {replica}")
         for label, summaries, wall in (("interval 1", s1, d1), ("interval 2", s2, d2)):
             for s in summaries:
-                print(f"[demo]   {label}: {s['phase']:<11} {'skipped' if s['skipped'] else ''}"
-                      f"{s['records']:>8} records in {s['seconds']:.1f}s "
-                      f"({s['records_per_second']:.0f} rec/s, {s['rounds']} rounds)")
+                if s["skipped"]:
+                    print(f"[demo]   {label}: {s['phase']:<11} nothing to do (checked in {s['seconds']:.1f}s)")
+                    continue
+                prof = s.get("profile", {})
+                work = sum(prof.get(k, 0.0) for k in ("plan", "spark_round", "checkpoint")) or s["seconds"]
+                print(f"[demo]   {label}: {s['phase']:<11} {s['records']:>7} records, {s['rounds']} round(s), "
+                      f"{work:.1f}s in rounds = {s['records'] / work:,.0f} rec/s "
+                      f"(job {s['seconds']:.1f}s incl. Spark start-up {prof.get('spark_start', 0.0):.1f}s)")
             print(f"[demo]   {label}: airflow dags test wall time {wall:.1f}s")
         print(f"[demo]   records consumed: {records}; total demo time {total:.1f}s")
         return 0
