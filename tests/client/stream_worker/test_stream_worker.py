@@ -84,6 +84,7 @@ def test_two_then_three_workers_split_and_exact_replica(emulator: EmulatorProces
     # clean shutdown released every lease
     assert all(lease.owner == "" for lease in rows.values())
     assert all(w.metrics.leases_lost == 0 for w in workers)
+    assert workers[2].metrics.leases_stolen >= 2  # the third worker got its share through LeaseStealer
 
 
 @pytest.mark.slow
