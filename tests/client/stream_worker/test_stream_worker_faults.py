@@ -291,3 +291,39 @@ def test_shutdown_from_a_processor(table_client: TableClient, names: Callable[[s
     leases = LeaseManager(table_client, status).list(str(worker.stream_id))
     assert leases and all(lease.owner == "" for lease in leases)
     assert any(lease.checkpoint not in ("TRIM_HORIZON", SHARD_END) for lease in leases)  # progress was saved
+
+
+def test_checkpointer_refuses_points_beyond_delivery(table_client: TableClient, names: Callable[[str], str]) -> None:
+    from airflow_tablestore.client.model import SequenceInfo
+    from airflow_tablestore.client.stream_worker import Checkpointer, RecordProcessor
+
+    source, status = names("src"), names("status")
+    table_client.create_table(schema(source, stream=True))
+    writer = Writer(table_client, source, seed=19)
+    for _ in range(20):
+        writer.write_one()
+    outcomes: list[list[str]] = []
+
+    class Probe(RecordProcessor):
+        def process_records(self, records: list[Record], checkpointer: Checkpointer) -> None:
+            seq = records[-1].sequence
+            assert seq is not None
+            future = records[-1]._replace(sequence=SequenceInfo(seq.epoch, seq.timestamp + 10**9, 0))
+            batch: list[str] = []
+            for point in (future, SHARD_END, ""):
+                try:
+                    checkpointer.checkpoint(point)
+                    batch.append("accepted")
+                except ValueError:
+                    batch.append("refused")
+            checkpointer.checkpoint(records[0])  # a delivered record is fine
+            batch.append("ok")
+            outcomes.append(batch)
+
+    worker = StreamWorker(table_client, source, lambda s: Probe(), fast_config(status, "w")).start()
+    try:
+        wait_until(lambda: outcomes, what="one probed batch")
+    finally:
+        worker.shutdown()
+    assert all(batch == ["refused", "refused", "refused", "ok"] for batch in outcomes)
+    assert worker.metrics.processor_errors == 0
