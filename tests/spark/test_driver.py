@@ -127,6 +127,26 @@ def test_successive_cutoffs_give_exact_union(table_client: Any, tunnel_client: A
     assert union == Counter(write_key(w) for w in before + after)  # nothing lost, nothing twice
 
 
+def test_max_parallel_channels_rotates_through_channels(table_client: Any, tunnel_client: Any,
+                                                        settings: TablestoreSettings, unique: Any,
+                                                        tmp_path: Path) -> None:
+    src, tunnel = unique("src"), unique("tun")
+    make_source(table_client, tunnel_client, src, tunnel)
+    seen: list[int] = []
+
+    def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+        seen.append(len(plan.tasks))
+        return run_round_locally(plan)
+
+    options = parse_args(["--table", src, "--tunnel", tunnel, "--phase", "full", "--sink", "parquet",
+                          "--sink-path", str(tmp_path), "--max-parallel-channels", "1",
+                          "--records-per-channel", "250", "--heartbeat-interval", "1", "--idle-wait", "0.2"])
+    summary = ConsumerJob(options, settings, ParquetSink(str(tmp_path)), lambda: "no-spark", runner=runner).run()
+    assert set(seen) == {1} and len(seen) == 5  # channels of 400, 400, 100 rows; 250 per round, one per round
+    assert summary.records == ROWS
+    assert len(arrow_to_records(read_change_log(str(tmp_path)))) == ROWS
+
+
 def test_missing_tunnel_is_a_clear_error(table_client: Any, settings: TablestoreSettings, unique: Any,
                                          tmp_path: Path) -> None:
     src = unique("src")
