@@ -90,6 +90,8 @@ class StreamWorker:
     def start(self) -> StreamWorker:
         """Prepare (status table, stream, leases) in the caller's thread — errors raise here — then run the
         coordinator in the background."""
+        if self._thread is not None:
+            raise RuntimeError("a StreamWorker can be started once; build a new one to restart")
         self._prepare()
         self._thread = threading.Thread(target=self._loop_guarded, name=f"stream-worker-{self.worker_id}",
                                         daemon=True)
