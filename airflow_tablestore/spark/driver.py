@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_tablestore.client.errors import TablestoreError, TunnelExpiredError, TunnelNotFoundError
+from airflow_tablestore.client.errors import (
+    ResourceGoneError,
+    TablestoreError,
+    TunnelExpiredError,
+    TunnelNotFoundError,
+)
 from airflow_tablestore.client.model import ChannelStatus, TunnelDescription
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
 from airflow_tablestore.spark.options import JobOptions
@@ -188,6 +193,13 @@ class ConsumerJob:
         return self._spark_session
 
     def _rounds(self, session: TunnelSession, desc: TunnelDescription) -> TunnelDescription:
+        try:
+            return self._round_loop(session, desc)
+        except ResourceGoneError as exc:  # the server forgot this client (timed out): reconnect
+            session.mark_lost(exc)
+            raise SessionLostError(f"tunnel client {session.client_id} is gone: {exc}") from None
+
+    def _round_loop(self, session: TunnelSession, desc: TunnelDescription) -> TunnelDescription:
         o = self.options
         logged = 0
         while True:
@@ -244,9 +256,10 @@ class ConsumerJob:
         for row in sorted(rows, key=lambda r: r["channel_id"]):
             cid, start_token, next_token = row["channel_id"], row["start_token"], row["next_token"]
             _, seq = checkpoints[cid]
+            stored = True
             if next_token != start_token and start_token != FINISHED:
-                session.commit(cid, start_token, seq, next_token)
-            if row["finished"]:
+                stored = session.commit(cid, start_token, seq, next_token)
+            if row["finished"] and stored:  # never report TERMINATED without the "finished" checkpoint
                 session.mark_finished(cid)
                 finished += 1
         if finished:

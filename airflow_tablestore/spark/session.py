@@ -124,6 +124,10 @@ class TunnelSession:
         if self._lost is not None:
             raise SessionLostError(f"tunnel client {self.client_id} lost: {self._lost}")
 
+    def mark_lost(self, exc: BaseException) -> None:
+        """Record that the server forgot this client (no Shutdown is sent on close)."""
+        self._lost = exc
+
     @property
     def lost(self) -> bool:
         return self._lost is not None

@@ -177,6 +177,33 @@ def test_missing_sink_table_fails_before_reading(table_client: Any, tunnel_clien
     assert all(c.status != ChannelStatus.TERMINATED for c in tunnel_client.describe_tunnel(src, tunnel).channels)
 
 
+def test_lost_session_reconnects_and_replays_without_duplicates(emulator: Any, table_client: Any,
+                                                                tunnel_client: Any, settings: TablestoreSettings,
+                                                                unique: Any, tmp_path: Path) -> None:
+    """The server forgets the client after the first round was written (time jumps past the client timeout):
+    nothing of that round is checkpointed, the driver reconnects and replays it; the change log stays exact."""
+    src, tunnel = unique("src"), unique("tun")
+    make_source(table_client, tunnel_client, src, tunnel)
+    calls: list[int] = []
+
+    def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+        rows = run_round_locally(plan)
+        calls.append(len(rows))
+        if len(calls) == 1:
+            emulator.control.advance_time(300)  # > --client-timeout 20
+        return rows
+
+    options = parse_args(["--table", src, "--tunnel", tunnel, "--phase", "full", "--sink", "parquet",
+                          "--sink-path", str(tmp_path), "--records-per-channel", "250",
+                          "--heartbeat-interval", "1", "--client-timeout", "20", "--idle-wait", "0.2"])
+    summary = ConsumerJob(options, settings, ParquetSink(str(tmp_path)), lambda: "no-spark", runner=runner).run()
+    assert len(calls) >= 3 and summary.records > ROWS  # the first round was read twice
+    records = arrow_to_records(read_change_log(str(tmp_path)))
+    assert len(records) == ROWS
+    assert len({r.primary_key for r in records}) == ROWS
+    assert tunnel_client.describe_tunnel(src, tunnel).tunnel.stage == TunnelStage.PROCESS_STREAM
+
+
 def test_expired_tunnel_fails_clearly_without_spark(emulator: Any, table_client: Any, tunnel_client: Any,
                                                     settings: TablestoreSettings, unique: Any,
                                                     tmp_path: Path) -> None:
