@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections import Counter
@@ -38,6 +39,8 @@ def spark() -> Iterator[Any]:
                .config("spark.ui.enabled", "false").config("spark.driver.extraJavaOptions", FAST_JVM)
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
+    # py4j logs at INFO from an atexit hook, after pytest closed its capture streams: keep it quiet.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     yield session
     session.stop()
 
