@@ -59,7 +59,9 @@ class TablestoreCreateTunnelOperator(BaseOperator):
         super().__init__(**kwargs)
         self.table_name = table_name
         self.tunnel_name = tunnel_name
-        self.tunnel_type = tunnel_type
+        # A templated field: keep the plain value ("BaseAndStream"), never the enum, whose str() Jinja would
+        # render as "TunnelType.BASE_AND_STREAM".
+        self.tunnel_type = tunnel_type.value if isinstance(tunnel_type, TunnelType) else tunnel_type
         self.stream_start = stream_start
         self.stream_end = stream_end
         self.tablestore_conn_id = tablestore_conn_id

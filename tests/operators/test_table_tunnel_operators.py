@@ -140,6 +140,16 @@ def test_create_tunnel_returns_id_and_is_idempotent(tablestore_conn: str, stream
     assert len([t for t in tunnel_client.list_tunnels(stream_table) if t.tunnel_name == "t1"]) == 1
 
 
+@pytest.mark.parametrize("given", [None, TunnelType.BASE_DATA, "Stream"])
+def test_tunnel_type_survives_template_rendering(given: TunnelType | str | None) -> None:
+    """tunnel_type is templated: Jinja renders str(value), so an enum must be stored as its plain value."""
+    kwargs = {} if given is None else {"tunnel_type": given}
+    op = TablestoreCreateTunnelOperator(task_id="t", table_name="t", tunnel_name="n", **kwargs)
+    rendered = op.render_template(op.tunnel_type, {})
+    assert rendered == TunnelType(given or TunnelType.BASE_AND_STREAM).value
+    assert TunnelType(rendered) is TunnelType(given or TunnelType.BASE_AND_STREAM)
+
+
 def test_create_tunnel_type_conflict_and_invalid_type(tablestore_conn: str, stream_table: str) -> None:
     _tunnel_op(stream_table, "t2", tablestore_conn, tunnel_type="Stream").execute(CTX)
     with pytest.raises(Exception, match="already exists with type Stream, wanted BaseData"):
