@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 
 class _Sentinel:
@@ -36,8 +36,8 @@ INF_MAX = _Sentinel("INF_MAX")
 AUTO_INCREMENT = _Sentinel("AUTO_INCREMENT")
 """Placeholder for an auto-increment primary-key column in PutRow/UpdateRow."""
 
-PrimaryKeyValue = Union[int, str, bytes, _Sentinel]
-ColumnValue = Union[int, float, bool, str, bytes]
+PrimaryKeyValue = int | str | bytes | _Sentinel
+ColumnValue = int | float | bool | str | bytes
 PrimaryKey = tuple[tuple[str, PrimaryKeyValue], ...]
 
 
@@ -89,13 +89,13 @@ class Row(NamedTuple):
 # ---- table schema ---------------------------------------------------------------------------------
 
 
-class PrimaryKeyType(str, enum.Enum):
+class PrimaryKeyType(enum.StrEnum):
     INTEGER = "INTEGER"
     STRING = "STRING"
     BINARY = "BINARY"
 
 
-class ColumnType(str, enum.Enum):
+class ColumnType(enum.StrEnum):
     INTEGER = "INTEGER"
     DOUBLE = "DOUBLE"
     BOOLEAN = "BOOLEAN"
@@ -175,13 +175,13 @@ class TableDescription:
 # ---- conditions -----------------------------------------------------------------------------------
 
 
-class RowExistence(str, enum.Enum):
+class RowExistence(enum.StrEnum):
     IGNORE = "IGNORE"
     EXPECT_EXIST = "EXPECT_EXIST"
     EXPECT_NOT_EXIST = "EXPECT_NOT_EXIST"
 
 
-class Comparator(str, enum.Enum):
+class Comparator(enum.StrEnum):
     EQUAL = "EQUAL"
     NOT_EQUAL = "NOT_EQUAL"
     GREATER_THAN = "GREATER_THAN"
@@ -192,7 +192,7 @@ class Comparator(str, enum.Enum):
     NOT_EXIST = "NOT_EXIST"
 
 
-class LogicalOperator(str, enum.Enum):
+class LogicalOperator(enum.StrEnum):
     NOT = "NOT"
     AND = "AND"
     OR = "OR"
@@ -213,7 +213,7 @@ class CompositeColumnCondition:
     conditions: tuple[ColumnCondition, ...]
 
 
-ColumnCondition = Union[SingleColumnCondition, CompositeColumnCondition]
+ColumnCondition = SingleColumnCondition | CompositeColumnCondition
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ class Condition:
     column_condition: ColumnCondition | None = None
 
 
-class Direction(str, enum.Enum):
+class Direction(enum.StrEnum):
     FORWARD = "FORWARD"
     BACKWARD = "BACKWARD"
 
@@ -239,7 +239,7 @@ class TimeRange:
 # ---- batch writes ---------------------------------------------------------------------------------
 
 
-class WriteType(str, enum.Enum):
+class WriteType(enum.StrEnum):
     PUT = "PUT"
     UPDATE = "UPDATE"
     DELETE = "DELETE"
@@ -281,19 +281,19 @@ def ns_to_datetime(ns: int | None) -> datetime | None:
     return _EPOCH + timedelta(microseconds=ns // 1_000)
 
 
-class TunnelType(str, enum.Enum):
+class TunnelType(enum.StrEnum):
     BASE_DATA = "BaseData"
     STREAM = "Stream"
     BASE_AND_STREAM = "BaseAndStream"
 
 
-class TunnelStage(str, enum.Enum):
+class TunnelStage(enum.StrEnum):
     INIT = "InitBaseDataAndStreamShard"
     PROCESS_BASE_DATA = "ProcessBaseData"
     PROCESS_STREAM = "ProcessStream"
 
 
-class ChannelStatus(str, enum.Enum):
+class ChannelStatus(enum.StrEnum):
     WAIT = "WAIT"
     OPEN = "OPEN"
     CLOSING = "CLOSING"
