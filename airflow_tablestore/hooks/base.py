@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from airflow.sdk import BaseHook
@@ -166,8 +166,18 @@ def ui_field_behaviour() -> dict[str, Any]:
     }
 
 
-class TablestoreBaseHook(BaseHook):
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+ClientT = TypeVar("ClientT", bound=_Closable)
+
+
+class TablestoreBaseHook(BaseHook, Generic[ClientT]):
     """Reads a ``tablestore`` connection; subclasses turn it into a client.
+
+    ``get_conn()`` builds the client once (:meth:`_create_client`, from the parsed connection) and caches it
+    until :meth:`close`.
 
     :param tablestore_conn_id: Airflow connection id.
     :param region: overrides the connection's ``region`` extra.
@@ -196,6 +206,27 @@ class TablestoreBaseHook(BaseHook):
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self._config: TablestoreConnectionConfig | None = None
+        self._client: ClientT | None = None
+
+    def _create_client(self, config: TablestoreConnectionConfig) -> ClientT:
+        """A new client for ``config`` (subclasses import the client class lazily)."""
+        raise NotImplementedError
+
+    def get_conn(self) -> ClientT:
+        """The cached client for this connection."""
+        if self._client is None:
+            self._client = self._create_client(self.get_config())
+        return self._client
+
+    @property
+    def conn(self) -> ClientT:
+        return self.get_conn()
+
+    def close(self) -> None:
+        """Close the cached client (its HTTP connection pool); the next ``get_conn()`` builds a new one."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(tablestore_conn_id={self.tablestore_conn_id!r})"

@@ -13,37 +13,20 @@ from airflow_tablestore.client.model import (
     TableDescription,
     TableSchema,
 )
-from airflow_tablestore.hooks.base import TablestoreBaseHook
+from airflow_tablestore.hooks.base import TablestoreBaseHook, TablestoreConnectionConfig
 
 if TYPE_CHECKING:
     from airflow_tablestore.client.table import TableClient
 
 
-class TablestoreHook(TablestoreBaseHook):
+class TablestoreHook(TablestoreBaseHook["TableClient"]):
     """Table API hook. ``get_conn()`` returns a cached :class:`~airflow_tablestore.client.table.TableClient`
     (use it for row operations); the helpers below are idempotency-friendly table management calls."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._client: TableClient | None = None
+    def _create_client(self, config: TablestoreConnectionConfig) -> TableClient:
+        from airflow_tablestore.client.table import TableClient
 
-    def get_conn(self) -> TableClient:
-        """The cached table client for this connection."""
-        if self._client is None:
-            from airflow_tablestore.client.table import TableClient
-
-            self._client = TableClient(**self.get_config().client_kwargs())
-        return self._client
-
-    @property
-    def conn(self) -> TableClient:
-        return self.get_conn()
-
-    def close(self) -> None:
-        """Close the cached client (its HTTP connection pool)."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        return TableClient(**config.client_kwargs())
 
     def test_connection(self) -> tuple[bool, str]:
         """List the tables of the instance: ``(True, message)`` when credentials and endpoint work."""

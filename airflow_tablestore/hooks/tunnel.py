@@ -14,7 +14,7 @@ from airflow_tablestore.client.errors import (
     TunnelExpiredError,
 )
 from airflow_tablestore.client.model import ChannelStatus, TunnelDescription, TunnelType, ns_to_datetime
-from airflow_tablestore.hooks.base import TablestoreBaseHook
+from airflow_tablestore.hooks.base import TablestoreBaseHook, TablestoreConnectionConfig
 
 if TYPE_CHECKING:
     from airflow_tablestore.client.tunnel import TunnelClient
@@ -76,30 +76,13 @@ def evaluate_consume_point(description: TunnelDescription, cutoff_ns: int) -> Co
     return ConsumePointCheck(done, point, info.tunnel_id, kind.value, message)
 
 
-class TablestoreTunnelHook(TablestoreBaseHook):
+class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
     """Tunnel Service hook. ``get_conn()`` returns a cached :class:`~airflow_tablestore.client.tunnel.TunnelClient`."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._client: TunnelClient | None = None
+    def _create_client(self, config: TablestoreConnectionConfig) -> TunnelClient:
+        from airflow_tablestore.client.tunnel import TunnelClient
 
-    def get_conn(self) -> TunnelClient:
-        """The cached tunnel client for this connection."""
-        if self._client is None:
-            from airflow_tablestore.client.tunnel import TunnelClient
-
-            self._client = TunnelClient(**self.get_config().client_kwargs())
-        return self._client
-
-    @property
-    def conn(self) -> TunnelClient:
-        return self.get_conn()
-
-    def close(self) -> None:
-        """Close the cached client."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        return TunnelClient(**config.client_kwargs())
 
     def test_connection(self) -> tuple[bool, str]:
         """List the tunnels of the instance: ``(True, message)`` when credentials and endpoint work."""
