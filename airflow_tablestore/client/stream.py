@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, NamedTuple
 
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import Record
 from airflow_tablestore.client.records import decode_records
+from airflow_tablestore.client.service import ServiceClient
 from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 
 table_pb2: Any = _table_pb2  # generated code has no type stubs
@@ -80,61 +80,11 @@ class StreamRecordsResult(NamedTuple):
     size_bytes: int
 
 
-class StreamClient:
+class StreamClient(ServiceClient):
     """Stream API client. Build it like ``TableClient`` or from an existing ``transport``."""
 
-    def __init__(
-        self,
-        endpoint: str | None = None,
-        access_key_id: str | None = None,
-        access_key_secret: str | None = None,
-        instance_name: str | None = None,
-        *,
-        sts_token: str | None = None,
-        region: str | None = None,
-        timeout: Any = None,
-        retry: Any = None,
-        transport: Any = None,
-    ) -> None:
-        if transport is None:
-            if not (endpoint and access_key_id and access_key_secret and instance_name):
-                raise TablestoreClientError(
-                    "StreamClient needs endpoint, access_key_id, access_key_secret and instance_name "
-                    "(or an existing transport=)"
-                )
-            from airflow_tablestore.client.auth import Credentials
-            from airflow_tablestore.client.transport import Transport
-
-            kwargs: dict[str, Any] = {}
-            if timeout is not None:
-                kwargs["timeout"] = timeout
-            if retry is not None:
-                kwargs["retry"] = retry
-            credentials = Credentials(access_key_id, access_key_secret, sts_token=sts_token, region=region)
-            transport = Transport(endpoint, credentials, instance_name, **kwargs)
-            self._owns_transport = True
-        else:
-            self._owns_transport = False
-        self.transport = transport
-
-    def __repr__(self) -> str:
-        return f"StreamClient(transport={self.transport!r})"
-
     def _call(self, api: str, request: Any, response_cls: Any) -> Any:
-        return self.transport.call(f"/{api}", request, response_cls, idempotent=True)
-
-    def close(self) -> None:
-        """Close the transport if this client created it."""
-        if self._owns_transport and hasattr(self.transport, "close"):
-            self.transport.close()
-
-    def __enter__(self) -> StreamClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+        return self._transport.call(f"/{api}", request, response_cls, idempotent=True)
 
     # -- RPCs ---------------------------------------------------------------------------------------
     def list_streams(self, table: str | None = None) -> list[StreamInfo]:

@@ -13,11 +13,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from airflow_tablestore.client import plainbuffer
-from airflow_tablestore.client.auth import Credentials
 from airflow_tablestore.client.conditions import condition_to_pb, encode_filter
 from airflow_tablestore.client.errors import (
     BatchWriteError,
@@ -44,7 +42,7 @@ from airflow_tablestore.client.model import (
     TimeRange,
     WriteType,
 )
-from airflow_tablestore.client.retry import RetryPolicy
+from airflow_tablestore.client.service import ServiceClient
 from airflow_tablestore.client.schema import (
     create_table_request,
     description_from_pb,
@@ -55,7 +53,6 @@ from airflow_tablestore.client.schema import (
     stream_details_from_pb,
     stream_spec_to_pb,
 )
-from airflow_tablestore.client.transport import DEFAULT_TIMEOUT, Transport
 from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 
 table_pb2: Any = _table_pb2  # generated code has no type stubs
@@ -217,59 +214,15 @@ def _write_is_repeatable(write: RowWrite) -> bool:
 # ---- the client -----------------------------------------------------------------------------------
 
 
-class TableClient:
+class TableClient(ServiceClient):
     """Client of one Tablestore instance's table API.
 
     Build it from the endpoint and AccessKey (``region`` switches to V4 signing, ``sts_token`` adds an STS
     token), or from an existing :class:`Transport`. Use as a context manager or call :meth:`close`.
     """
 
-    def __init__(
-        self,
-        endpoint: str | None = None,
-        access_key_id: str | None = None,
-        access_key_secret: str | None = None,
-        instance_name: str | None = None,
-        *,
-        sts_token: str | None = None,
-        region: str | None = None,
-        timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        transport: Transport | None = None,
-    ) -> None:
-        if transport is not None:
-            self._transport = transport
-            self._owns_transport = False
-            return
-        if not (endpoint and access_key_id and access_key_secret and instance_name):
-            raise TablestoreClientError(
-                "TableClient needs endpoint, access_key_id, access_key_secret and instance_name "
-                "(or an existing transport=)"
-            )
-        credentials = Credentials(access_key_id, access_key_secret, sts_token=sts_token, region=region)
-        self._transport = Transport(endpoint, credentials, instance_name, timeout=timeout, retry=retry)
-        self._owns_transport = True
-
-    @property
-    def transport(self) -> Transport:
-        """The underlying transport (share it: ``TunnelClient(transport=client.transport)``)."""
-        return self._transport
-
     def __repr__(self) -> str:
         return f"TableClient(endpoint={self._transport.endpoint!r}, instance_name={self._transport.instance_name!r})"
-
-    def close(self) -> None:
-        """Close the transport if this client created it."""
-        if self._owns_transport:
-            self._transport.close()
-
-    def __enter__(self) -> TableClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def _call(self, api: str, request: Any, response_cls: Any, *, idempotent: bool) -> Any:
         return self._transport.call(f"/{api}", request, response_cls, idempotent=idempotent)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any, NamedTuple
 
 from airflow_tablestore.client.errors import TablestoreClientError
@@ -27,6 +26,7 @@ from airflow_tablestore.client.model import (
     TunnelType,
 )
 from airflow_tablestore.client.records import decode_records
+from airflow_tablestore.client.service import ServiceClient
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
 tunnel_pb2: Any = _tunnel_pb2  # generated module without stubs
@@ -139,62 +139,12 @@ def _wire_channels(channels: Iterable[Channel], target: Any) -> None:
         item.status = _STATUS_TO_WIRE[ChannelStatus(ch.status)]
 
 
-class TunnelClient:
+class TunnelClient(ServiceClient):
     """Tunnel Service client. Build it like ``TableClient`` or from an existing ``transport``."""
-
-    def __init__(
-        self,
-        endpoint: str | None = None,
-        access_key_id: str | None = None,
-        access_key_secret: str | None = None,
-        instance_name: str | None = None,
-        *,
-        sts_token: str | None = None,
-        region: str | None = None,
-        timeout: Any = None,
-        retry: Any = None,
-        transport: Any = None,
-    ) -> None:
-        if transport is None:
-            if not (endpoint and access_key_id and access_key_secret and instance_name):
-                raise TablestoreClientError(
-                    "TunnelClient needs endpoint, access_key_id, access_key_secret and instance_name "
-                    "(or an existing transport=)"
-                )
-            from airflow_tablestore.client.auth import Credentials
-            from airflow_tablestore.client.transport import Transport
-
-            kwargs: dict[str, Any] = {}
-            if timeout is not None:
-                kwargs["timeout"] = timeout
-            if retry is not None:
-                kwargs["retry"] = retry
-            credentials = Credentials(access_key_id, access_key_secret, sts_token=sts_token, region=region)
-            transport = Transport(endpoint, credentials, instance_name, **kwargs)
-            self._owns_transport = True
-        else:
-            self._owns_transport = False
-        self.transport = transport
-
-    def __repr__(self) -> str:
-        return f"TunnelClient(transport={self.transport!r})"
 
     # -- plumbing -----------------------------------------------------------------------------------
     def _call(self, op: str, request: Any, response_cls: Any, *, idempotent: bool) -> Any:
-        return self.transport.call(f"/tunnel/{op}", request, response_cls, idempotent=idempotent)
-
-    def close(self) -> None:
-        """Close the transport if this client created it."""
-        if self._owns_transport and hasattr(self.transport, "close"):
-            self.transport.close()
-
-    def __enter__(self) -> TunnelClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+        return self._transport.call(f"/tunnel/{op}", request, response_cls, idempotent=idempotent)
 
     # -- tunnel management --------------------------------------------------------------------------
     def create_tunnel(
