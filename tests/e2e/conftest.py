@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 import re
 import signal
@@ -11,22 +10,18 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from replication_helpers import table_client, tunnel_client, unique  # noqa: F401 - shared fixtures
 
-from airflow_tablestore import demo
-from airflow_tablestore.client.model import MAX_TIME_DEVIATION, Record, RowWrite
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client.model import Record
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.consumer import application_path
 
 BIN = Path(sys.executable).parent
-_names = itertools.count()
 
 
 @pytest.fixture(scope="module")
@@ -34,23 +29,6 @@ def emulator() -> Iterator[EmulatorProcess]:
     with EmulatorProcess(extra_args=["--base-channel-rows", "500", "--stream-partitions", "2",
                                      "--max-read-records", "50"]) as emu:
         yield emu
-
-
-@pytest.fixture(scope="module")
-def table_client(emulator: EmulatorProcess) -> Iterator[TableClient]:
-    with TableClient(**emulator.client_kwargs) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def tunnel_client(emulator: EmulatorProcess) -> Iterator[TunnelClient]:
-    with TunnelClient(**emulator.client_kwargs) as client:
-        yield client
-
-
-@pytest.fixture
-def unique() -> Any:
-    return lambda prefix: f"{prefix}_{next(_names)}"
 
 
 def consumer_env(emulator: EmulatorProcess) -> dict[str, str]:
@@ -130,31 +108,6 @@ def run_consumer(emulator: EmulatorProcess, args: Sequence[str], *, kill_when: s
     if killed.is_set():
         time.sleep(0.5)  # let the group die completely
     return ConsumerRun(proc.returncode, "".join(lines), killed.is_set())
-
-
-def make_source(table_client: TableClient, tunnel_client: TunnelClient, name: str, tunnel: str, rows: int) -> None:
-    demo.create_source_table(table_client, name)
-    demo.load_rows(table_client, name, rows)
-    tunnel_client.create_tunnel(name, tunnel)
-
-
-def make_replica(table_client: TableClient, source: str, replica: str) -> None:
-    desc = table_client.describe_table(source)
-    options = dataclasses.replace(desc.schema.options, max_time_deviation=MAX_TIME_DEVIATION)
-    table_client.create_table(dataclasses.replace(desc.schema, name=replica, stream=None, options=options))
-
-
-def change_key(action: str, pk: Any, columns: Any) -> tuple[Any, ...]:
-    return (action, pk, tuple(sorted((c.name, repr(c.value), c.timestamp, int(c.op)) for c in columns)))
-
-
-def write_key(write: RowWrite) -> tuple[Any, ...]:
-    action = {"PUT": "PUT_ROW", "UPDATE": "UPDATE_ROW", "DELETE": "DELETE_ROW"}[write.type.value]
-    return change_key(action, write.primary_key, write.columns)
-
-
-def stream_changes(records: list[Record]) -> Counter[tuple[Any, ...]]:
-    return Counter(change_key(r.action.name, r.primary_key, r.columns) for r in records if r.sequence is not None)
 
 
 def base_rows(records: list[Record]) -> dict[Any, tuple[Any, ...]]:

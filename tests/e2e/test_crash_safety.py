@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from replication_helpers import make_replica, make_source, stream_changes, write_key
 
 from airflow_tablestore import demo
 from airflow_tablestore.client.table import TableClient
@@ -15,7 +16,7 @@ from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks import read_change_log
 
-from .conftest import base_rows, make_replica, make_source, run_consumer, stream_changes, write_key
+from .conftest import base_rows, run_consumer
 
 pytestmark = pytest.mark.slow
 ROWS = 1500

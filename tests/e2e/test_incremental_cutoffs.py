@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replication_helpers import make_source, stream_changes, write_key
 
 from airflow_tablestore import demo
 from airflow_tablestore.client.table import TableClient
@@ -24,7 +25,7 @@ from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import ParquetSink, read_change_log
 
-from .conftest import FAST_JVM, base_rows, make_source, stream_changes, write_key
+from .conftest import FAST_JVM, base_rows
 
 pytestmark = pytest.mark.slow
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replication_helpers import stream_changes, write_key
 
 from airflow_tablestore import demo
 from airflow_tablestore.client.table import TableClient
@@ -18,7 +19,7 @@ from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks import read_change_log
 
-from .conftest import FAST_JVM, base_rows, stream_changes, write_key
+from .conftest import FAST_JVM, base_rows
 
 pytestmark = pytest.mark.slow
 ROWS = 1200

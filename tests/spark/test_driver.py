@@ -3,16 +3,16 @@ replica exactness, clear failures. Spark itself is exercised in tests/e2e."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from replication_helpers import make_replica, make_source, stream_changes, write_key
 
 from airflow_tablestore import demo
-from airflow_tablestore.client.model import MAX_TIME_DEVIATION, ChannelStatus, TunnelStage
+from airflow_tablestore.client.model import ChannelStatus, TunnelStage
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.driver import ConsumerJob, JobError
 from airflow_tablestore.spark.options import parse_args
@@ -38,31 +38,10 @@ def job(settings: TablestoreSettings, sink: Any, *argv: str, calls: list[int] | 
     return ConsumerJob(options, settings, sink, factory, runner=local_runner)
 
 
-def make_source(table_client: Any, tunnel_client: Any, name: str, tunnel: str, rows: int = ROWS) -> None:
-    demo.create_source_table(table_client, name)
-    demo.load_rows(table_client, name, rows)
-    tunnel_client.create_tunnel(name, tunnel)
-
-
-def make_replica(table_client: Any, source: str, replica: str) -> None:
-    desc = table_client.describe_table(source)
-    options = dataclasses.replace(desc.schema.options, max_time_deviation=MAX_TIME_DEVIATION)
-    table_client.create_table(dataclasses.replace(desc.schema, name=replica, stream=None, options=options))
-
-
-def expected_key(action: str, pk: Any, columns: Any) -> tuple[Any, ...]:
-    return (action, pk, tuple(sorted((c.name, repr(c.value), c.timestamp, int(c.op)) for c in columns)))
-
-
-def write_key(write: Any) -> tuple[Any, ...]:
-    action = {"PUT": "PUT_ROW", "UPDATE": "UPDATE_ROW", "DELETE": "DELETE_ROW"}[write.type.value]
-    return expected_key(action, write.primary_key, write.columns)
-
-
 def test_full_then_incremental_replicates_every_version(table_client: Any, tunnel_client: Any,
                                                         settings: TablestoreSettings, unique: Any) -> None:
     src, dst, tunnel = unique("src"), unique("dst"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel)
+    make_source(table_client, tunnel_client, src, tunnel, ROWS)
     make_replica(table_client, src, dst)
     sink = TablestoreSink(settings, dst)
     base = ["--table", src, "--tunnel", tunnel, "--sink", "tablestore", "--sink-table", dst]
@@ -85,7 +64,7 @@ def test_full_then_incremental_replicates_every_version(table_client: Any, tunne
 def test_done_phases_exit_without_starting_spark(table_client: Any, tunnel_client: Any,
                                                  settings: TablestoreSettings, unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, rows=50)
+    make_source(table_client, tunnel_client, src, tunnel, 50)
     sink = ParquetSink(str(tmp_path))
     base = ["--table", src, "--tunnel", tunnel, "--sink", "parquet", "--sink-path", str(tmp_path)]
     calls: list[int] = []
@@ -102,7 +81,7 @@ def test_done_phases_exit_without_starting_spark(table_client: Any, tunnel_clien
 def test_successive_cutoffs_give_exact_union(table_client: Any, tunnel_client: Any,
                                              settings: TablestoreSettings, unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, rows=300)
+    make_source(table_client, tunnel_client, src, tunnel, 300)
     sink = ParquetSink(str(tmp_path))
     base = ["--table", src, "--tunnel", tunnel, "--sink", "parquet", "--sink-path", str(tmp_path)]
     job(settings, sink, *base, "--phase", "full").run()
@@ -114,16 +93,14 @@ def test_successive_cutoffs_give_exact_union(table_client: Any, tunnel_client: A
 
     job(settings, sink, *base, "--phase", "incremental", "--cutoff", t1.isoformat(),
         "--records-per-channel", "40").run()
-    first = [r for r in arrow_to_records(read_change_log(str(tmp_path))) if r.sequence is not None]
-    got = Counter(expected_key(r.action.name, r.primary_key, r.columns) for r in first)
+    got = stream_changes(arrow_to_records(read_change_log(str(tmp_path))))
     want_before = Counter(write_key(w) for w in before)
     assert not (want_before - got), "a change before the first cutoff is missing"
     assert not (got - want_before - Counter(write_key(w) for w in after))
     assert sum(got.values()) < len(before) + len(after), "the first run should have stopped at its cutoff"
 
     job(settings, sink, *base, "--phase", "incremental", "--cutoff", t2.isoformat()).run()
-    stream = [r for r in arrow_to_records(read_change_log(str(tmp_path))) if r.sequence is not None]
-    union = Counter(expected_key(r.action.name, r.primary_key, r.columns) for r in stream)
+    union = stream_changes(arrow_to_records(read_change_log(str(tmp_path))))
     assert union == Counter(write_key(w) for w in before + after)  # nothing lost, nothing twice
 
 
@@ -131,7 +108,7 @@ def test_max_parallel_channels_rotates_through_channels(table_client: Any, tunne
                                                         settings: TablestoreSettings, unique: Any,
                                                         tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel)
+    make_source(table_client, tunnel_client, src, tunnel, ROWS)
     seen: list[int] = []
 
     def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
@@ -159,7 +136,7 @@ def test_missing_tunnel_is_a_clear_error(table_client: Any, settings: Tablestore
 def test_incremental_before_full_is_refused(table_client: Any, tunnel_client: Any,
                                             settings: TablestoreSettings, unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, rows=20)
+    make_source(table_client, tunnel_client, src, tunnel, 20)
     with pytest.raises(JobError, match="run --phase full first"):
         job(settings, ParquetSink(str(tmp_path)), "--table", src, "--tunnel", tunnel, "--phase", "incremental",
             "--cutoff", datetime.now(UTC).isoformat(), "--sink", "parquet", "--sink-path", str(tmp_path)).run()
@@ -168,7 +145,7 @@ def test_incremental_before_full_is_refused(table_client: Any, tunnel_client: An
 def test_missing_sink_table_fails_before_reading(table_client: Any, tunnel_client: Any,
                                                  settings: TablestoreSettings, unique: Any) -> None:
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, rows=20)
+    make_source(table_client, tunnel_client, src, tunnel, 20)
     calls: list[int] = []
     with pytest.raises(Exception, match="(?i)not exist|OTSObjectNotExist"):
         job(settings, TablestoreSink(settings, "no_such_table"), "--table", src, "--tunnel", tunnel,
@@ -183,7 +160,7 @@ def test_lost_session_reconnects_and_replays_without_duplicates(emulator: Any, t
     """The server forgets the client after the first round was written (time jumps past the client timeout):
     nothing of that round is checkpointed, the driver reconnects and replays it; the change log stays exact."""
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel)
+    make_source(table_client, tunnel_client, src, tunnel, ROWS)
     calls: list[int] = []
 
     def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
@@ -209,7 +186,7 @@ def test_expired_tunnel_fails_clearly_without_spark(emulator: Any, table_client:
                                                     tmp_path: Path) -> None:
     """Run last in this module: it moves the emulator clock 3 hours forward."""
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, rows=20)
+    make_source(table_client, tunnel_client, src, tunnel, 20)
     sink = ParquetSink(str(tmp_path))
     base = ["--table", src, "--tunnel", tunnel, "--sink", "parquet", "--sink-path", str(tmp_path)]
     job(settings, sink, *base, "--phase", "full").run()

@@ -10,13 +10,13 @@ import random
 import sys
 import threading
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from airflow_tablestore.client.model import (
     INF_MAX,
     INF_MIN,
     MAX_TIME_DEVIATION,
-    ActionType,
     CellOp,
     Column,
     PrimaryKeyColumn,
@@ -34,6 +34,10 @@ from airflow_tablestore.client.stream_worker import (
     StreamWorkerConfig,
 )
 from airflow_tablestore.client.table import TableClient
+
+if __name__ == "__main__":  # run as a script: make tests/ (the shared helpers) importable, as tests/conftest.py does
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from replication_helpers import apply_records  # noqa: E402
 
 KEYS = [f"k{i:02d}" for i in range(40)]
 PK = (PrimaryKeyColumn("k", PrimaryKeyType.STRING),)
@@ -53,17 +57,6 @@ def fast_config(status_table: str, worker_id: str, **overrides: Any) -> StreamWo
     }
     settings.update(overrides)
     return StreamWorkerConfig(**settings)
-
-
-def apply_records(client: TableClient, table: str, records: list[Record]) -> None:
-    """Replay stream records in order (PutRow / UpdateRow with each column's op / DeleteRow)."""
-    for rec in records:
-        if rec.action == ActionType.PUT_ROW:
-            client.put_row(table, rec.primary_key, list(rec.columns))
-        elif rec.action == ActionType.UPDATE_ROW:
-            client.update_row(table, rec.primary_key, list(rec.columns))
-        else:
-            client.delete_row(table, rec.primary_key)
 
 
 def scan(client: TableClient, table: str) -> list[tuple[Any, ...]]:

@@ -6,11 +6,12 @@ import threading
 from collections import defaultdict
 from typing import Any
 
+from replication_helpers import apply_records
+
 from airflow_tablestore.client.model import (
     INF_MAX,
     INF_MIN,
     MAX_TIME_DEVIATION,
-    ActionType,
     PrimaryKey,
     PrimaryKeyColumn,
     PrimaryKeyType,
@@ -32,18 +33,6 @@ def table_schema(name: str, *, stream: bool = True) -> TableSchema:
         options=TableOptions(max_versions=5, max_time_deviation=MAX_TIME_DEVIATION),
         stream=StreamSpec(enabled=True, expiration_hours=24) if stream else None,
     )
-
-
-def apply_records(table_client: Any, table: str, records: list[Record]) -> None:
-    """Apply tunnel records in order: PUT_ROW → PutRow (all versions), UPDATE_ROW → UpdateRow with each
-    column's op, DELETE_ROW → DeleteRow."""
-    for rec in records:
-        if rec.action == ActionType.PUT_ROW:
-            table_client.put_row(table, rec.primary_key, list(rec.columns))
-        elif rec.action == ActionType.UPDATE_ROW:
-            table_client.update_row(table, rec.primary_key, list(rec.columns))
-        else:
-            table_client.delete_row(table, rec.primary_key)
 
 
 def full_scan(table_client: Any, table: str) -> list[tuple[PrimaryKey, list[tuple[Any, ...]]]]:
