@@ -100,6 +100,20 @@ class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
         except NotFoundError:
             return None
 
+    def existing_tunnel_id(self, table_name: str, tunnel_name: str, tunnel_type: TunnelType | str) -> str | None:
+        """The id of the tunnel with this name, None when there is none; raises :class:`TablestoreClientError`
+        when it exists with another type (so an idempotent create never reuses the wrong kind of tunnel)."""
+        wanted = parse_tunnel_type(tunnel_type)
+        existing = self.find_tunnel(table_name, tunnel_name)
+        if existing is None:
+            return None
+        if existing.tunnel.tunnel_type != wanted:
+            raise TablestoreClientError(
+                f"tunnel {tunnel_name!r} on table {table_name!r} already exists with type "
+                f"{existing.tunnel.tunnel_type.value}, wanted {wanted.value}: delete it or choose another name"
+            )
+        return existing.tunnel.tunnel_id
+
     def create_tunnel(
         self,
         table_name: str,
@@ -111,7 +125,7 @@ class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
     ) -> str:
         """CreateTunnel; returns the new tunnel id (raises :class:`AlreadyExistsError` if the name is taken)."""
         return self.get_conn().create_tunnel(
-            table_name, tunnel_name, TunnelType(tunnel_type), stream_start=stream_start, stream_end=stream_end
+            table_name, tunnel_name, parse_tunnel_type(tunnel_type), stream_start=stream_start, stream_end=stream_end
         )
 
     def delete_tunnel(self, table_name: str, tunnel_name: str) -> bool:
@@ -137,6 +151,14 @@ class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
         client = self.get_conn()  # config is cached: no synchronous connection lookup happens here
         description = await asyncio.to_thread(client.describe_tunnel, table_name, tunnel_name)
         return evaluate_consume_point(description, cutoff_ns)
+
+
+def parse_tunnel_type(value: TunnelType | str) -> TunnelType:
+    """The :class:`TunnelType` named by ``value`` (its wire value); a ValueError lists the valid names."""
+    try:
+        return TunnelType(value)
+    except ValueError:
+        raise ValueError(f"tunnel_type must be one of {[t.value for t in TunnelType]}, got {value!r}") from None
 
 
 def to_epoch_ns(value: datetime | str | int | float | None) -> int:

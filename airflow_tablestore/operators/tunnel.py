@@ -9,10 +9,10 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
-from airflow_tablestore.client.errors import AlreadyExistsError, TablestoreClientError
+from airflow_tablestore.client.errors import AlreadyExistsError
 from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
-from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, to_epoch_ns
+from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, parse_tunnel_type, to_epoch_ns
 from airflow_tablestore.operators._lineage import table_lineage
 
 
@@ -59,8 +59,8 @@ class TablestoreCreateTunnelOperator(BaseOperator):
         super().__init__(**kwargs)
         self.table_name = table_name
         self.tunnel_name = tunnel_name
-        # A templated field: keep the plain value ("BaseAndStream"), never the enum, whose str() Jinja would
-        # render as "TunnelType.BASE_AND_STREAM".
+        # A templated field: keep the plain value ("BaseAndStream"), not the enum, so the rendered field and the
+        # serialized DAG hold a plain string whatever the enum's str() is.
         self.tunnel_type = tunnel_type.value if isinstance(tunnel_type, TunnelType) else tunnel_type
         self.stream_start = stream_start
         self.stream_end = stream_end
@@ -71,27 +71,11 @@ class TablestoreCreateTunnelOperator(BaseOperator):
     def hook(self) -> TablestoreTunnelHook:
         return TablestoreTunnelHook(self.tablestore_conn_id, region=self.region)
 
-    def _existing_id(self, wanted: TunnelType) -> str | None:
-        existing = self.hook.find_tunnel(self.table_name, self.tunnel_name)
-        if existing is None:
-            return None
-        if existing.tunnel.tunnel_type != wanted:
-            raise TablestoreClientError(
-                f"tunnel {self.tunnel_name!r} on table {self.table_name!r} already exists with type "
-                f"{existing.tunnel.tunnel_type.value}, wanted {wanted.value}: delete it or choose another name"
-            )
-        return existing.tunnel.tunnel_id
-
     def execute(self, context: Context) -> str:
-        try:
-            wanted = TunnelType(self.tunnel_type)
-        except ValueError:
-            raise ValueError(
-                f"tunnel_type must be one of {[t.value for t in TunnelType]}, got {self.tunnel_type!r}"
-            ) from None
+        wanted = parse_tunnel_type(self.tunnel_type)
         start = to_epoch_ns(self.stream_start) if self.stream_start not in (None, "") else None
         end = to_epoch_ns(self.stream_end) if self.stream_end not in (None, "") else None
-        tunnel_id = self._existing_id(wanted)
+        tunnel_id = self.hook.existing_tunnel_id(self.table_name, self.tunnel_name, wanted)
         if tunnel_id is not None:
             self.log.info("Tunnel %r on %r already exists: %s", self.tunnel_name, self.table_name, tunnel_id)
             return tunnel_id
@@ -100,7 +84,7 @@ class TablestoreCreateTunnelOperator(BaseOperator):
                 self.table_name, self.tunnel_name, wanted, stream_start=start, stream_end=end
             )
         except AlreadyExistsError:
-            tunnel_id = self._existing_id(wanted)
+            tunnel_id = self.hook.existing_tunnel_id(self.table_name, self.tunnel_name, wanted)
             if tunnel_id is None:
                 raise
             self.log.info("Tunnel %r was created concurrently: %s", self.tunnel_name, tunnel_id)
