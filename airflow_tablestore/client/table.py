@@ -42,7 +42,6 @@ from airflow_tablestore.client.model import (
     TimeRange,
     WriteType,
 )
-from airflow_tablestore.client.service import ServiceClient
 from airflow_tablestore.client.schema import (
     create_table_request,
     description_from_pb,
@@ -53,6 +52,7 @@ from airflow_tablestore.client.schema import (
     stream_details_from_pb,
     stream_spec_to_pb,
 )
+from airflow_tablestore.client.service import ServiceClient
 from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 
 table_pb2: Any = _table_pb2  # generated code has no type stubs

@@ -57,16 +57,16 @@ class TablestoreSettings:
         }
 
     def table_client(self, timeout: float | None = None) -> Any:
+        """A ``TableClient`` (``timeout=None``: the client's default)."""
         from airflow_tablestore.client.table import TableClient
 
-        extra: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
-        return TableClient(**self.client_kwargs(), **extra)
+        return TableClient(**self.client_kwargs(), timeout=timeout)
 
     def tunnel_client(self, timeout: float | None = None) -> Any:
+        """A ``TunnelClient`` (``timeout=None``: the client's default)."""
         from airflow_tablestore.client.tunnel import TunnelClient
 
-        extra: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
-        return TunnelClient(**self.client_kwargs(), **extra)
+        return TunnelClient(**self.client_kwargs(), timeout=timeout)
 
 
 def _build(values: dict[str, Any], where: str) -> TablestoreSettings:
