@@ -156,8 +156,10 @@ class StreamClient(ServiceClient):
             if limit <= 0:
                 raise TablestoreClientError(f"limit must be positive, got {limit}")
             request.limit = limit
-        response = self._call("GetStreamRecord", request, table_pb2.GetStreamRecordResponse)
+        response, size = self._transport.call_sized(
+            "/GetStreamRecord", request, table_pb2.GetStreamRecordResponse, idempotent=True
+        )
         records = decode_records(response.stream_records)
         next_iterator = response.next_shard_iterator if response.HasField("next_shard_iterator") else None
         may_more = response.may_more_record if response.HasField("may_more_record") else None
-        return StreamRecordsResult(records, next_iterator or None, may_more, response.ByteSize())
+        return StreamRecordsResult(records, next_iterator or None, may_more, size)

@@ -138,6 +138,20 @@ class Transport:
         self, path: str, request: Message | None, response_cls: type[M], *, idempotent: bool
     ) -> tuple[M, str | None]:
         """Like :meth:`call`, also returning the response's request id (for per-row batch errors)."""
+        message, raw = self._call_parsed(path, request, response_cls, idempotent=idempotent)
+        return message, raw.request_id
+
+    def call_sized(
+        self, path: str, request: Message | None, response_cls: type[M], *, idempotent: bool
+    ) -> tuple[M, int]:
+        """Like :meth:`call`, also returning the response body's size in bytes (what ``ByteSize()`` would
+        recompute by re-encoding the whole message)."""
+        message, raw = self._call_parsed(path, request, response_cls, idempotent=idempotent)
+        return message, len(raw.body)
+
+    def _call_parsed(
+        self, path: str, request: Message | None, response_cls: type[M], *, idempotent: bool
+    ) -> tuple[M, RawResponse]:
         body = request.SerializeToString() if request is not None else b""
         raw = self.call_raw(path, body, idempotent=idempotent)
         message = response_cls()
@@ -149,7 +163,7 @@ class Transport:
                 f"{path}: cannot decode the {response_cls.__name__} in the response ({exc})",
                 code=UNEXPECTED_RESPONSE, http_status=raw.status, request_id=raw.request_id,
             ) from exc
-        return message, raw.request_id
+        return message, raw
 
     def call_raw(self, path: str, body: bytes, *, idempotent: bool) -> RawResponse:
         """Send raw ``body`` bytes to ``path`` with retries; return the verified 2xx answer."""

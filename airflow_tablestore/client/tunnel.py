@@ -248,9 +248,11 @@ class TunnelClient(ServiceClient):
         req = tunnel_pb2.ReadRecordsRequest(
             tunnel_id=tunnel_id, client_id=client_id, channel_id=channel_id, token=token
         )
-        resp = self._call("readrecords", req, tunnel_pb2.ReadRecordsResponse, idempotent=True)
+        resp, size = self._transport.call_sized(
+            "/tunnel/readrecords", req, tunnel_pb2.ReadRecordsResponse, idempotent=True
+        )
         may_more = resp.may_more_record if resp.HasField("may_more_record") else None
-        return ReadResult(decode_records(resp.records), resp.next_token, may_more, resp.ByteSize())
+        return ReadResult(decode_records(resp.records), resp.next_token, may_more, size)
 
     def checkpoint(
         self, tunnel_id: str, client_id: str, channel_id: str, token: str, sequence_number: int
