@@ -4,50 +4,38 @@ Measures PutRow latency (p50/p99), BatchWriteRow rows/s (200-row batches) and Ge
 baseline the same number of signed round trips to ListTable (a trivial endpoint), so the ratios show the
 emulator's per-operation overhead on top of HTTP + signing.
 
-    .venv/bin/python benchmarks/bench_emulator.py [--puts 2000] [--rows 50000]
+    .venv/bin/python -m benchmarks.bench_emulator [--puts 2000] [--rows 50000]
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import datetime as dt
-import hashlib
-import hmac
 import statistics
 import time
 from typing import Any
 
-import requests
-
 from airflow_tablestore.emulator import codec
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_table_pb2
+from benchmarks.common import use_emulator_test_helpers
+
+use_emulator_test_helpers()
+from tunnel_emu_http import Http  # noqa: E402
 
 pb: Any = ots_table_pb2
 
 
 class Signer:
+    """Signed protobuf POSTs to one emulator over a keep-alive session (the emulator tests' raw-HTTP helper)."""
+
     def __init__(self, emu: EmulatorProcess) -> None:
-        self.emu = emu
-        self.session = requests.Session()
+        self.http = Http(emu)
 
     def post(self, api: str, body: bytes) -> bytes:
-        now = dt.datetime.now(dt.UTC)
-        h = {
-            "x-ots-date": now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z",
-            "x-ots-apiversion": "2015-12-31",
-            "x-ots-accesskeyid": self.emu.access_key_id,
-            "x-ots-instancename": self.emu.instance,
-            "x-ots-contentmd5": base64.b64encode(hashlib.md5(body).digest()).decode(),
-        }
-        canonical = f"/{api}\nPOST\n\n" + "".join(f"{k}:{v}\n" for k, v in sorted(h.items()))
-        h["x-ots-signature"] = base64.b64encode(
-            hmac.new(self.emu.access_key_secret.encode(), canonical.encode(), hashlib.sha1).digest()).decode()
-        resp = self.session.post(f"{self.emu.endpoint}/{api}", data=body, headers=h, timeout=60)
+        resp = self.http.post_raw(f"/{api}", body)
         if resp.status_code != 200:
             raise RuntimeError(f"{api}: HTTP {resp.status_code}: {pb.Error.FromString(resp.content)}")
-        return resp.content
+        return bytes(resp.content)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -58,15 +46,7 @@ def pct(values: list[float], q: float) -> float:
 def run(puts: int, rows: int) -> dict[str, float]:
     with EmulatorProcess(extra_args=["--log-level", "WARNING"]) as emu:
         s = Signer(emu)
-        req = pb.CreateTableRequest()
-        req.table_meta.table_name = "bench"
-        req.table_meta.primary_key.add(name="pk", type=1)
-        req.reserved_throughput.capacity_unit.read = 0
-        req.table_options.time_to_live = -1
-        req.table_options.max_versions = 1
-        req.stream_spec.enable_stream = True
-        req.stream_spec.expiration_time = 24
-        s.post("CreateTable", req.SerializeToString())
+        s.http.create_table("bench", stream=True, expiration_hours=24)
 
         for _ in range(50):  # warm up connections and caches
             s.post("ListTable", b"")

@@ -15,18 +15,16 @@ Interleaved, best of ``repeat``. All three decode every row with the emulator's 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "emulator" / "tunnel"))
+from airflow_tablestore.emulator import codec
+from airflow_tablestore.emulator.testing import EmulatorProcess
+from benchmarks.common import use_emulator_test_helpers
 
+use_emulator_test_helpers()
 from tunnel_emu_helpers import SimWorker  # noqa: E402
 from tunnel_emu_http import Http, table_pb2  # noqa: E402
-
-from airflow_tablestore.emulator import codec  # noqa: E402
-from airflow_tablestore.emulator.testing import EmulatorProcess  # noqa: E402
 
 
 def _scan(http: Http, table: str, batch: int) -> int:

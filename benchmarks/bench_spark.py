@@ -24,37 +24,22 @@ import pstats
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow_tablestore.client.model import (
-    ChannelStatus,
-    Column,
-    PrimaryKeyColumn,
-    PrimaryKeyType,
-    Record,
-    RowWrite,
-    TableSchema,
-    TunnelType,
-    WriteType,
-)
+from airflow_tablestore.client.model import ChannelStatus, Record, TunnelType
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
-from airflow_tablestore.client.worker import (
-    ChannelContext,
-    ChannelProcessor,
-    TunnelWorker,
-    TunnelWorkerConfig,
-)
+from airflow_tablestore.client.worker import ChannelContext, TunnelWorker, TunnelWorkerConfig
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.driver import ConsumerJob, JobSummary
 from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import ParquetSink, read_change_log
+from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "spark.md"
@@ -88,46 +73,38 @@ class _Discard:
 
 def load(tables: TableClient, rows: int) -> float:
     started = time.monotonic()
-    tables.create_table(TableSchema(TABLE, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),)))
-    tables.write_rows(
-        RowWrite(TABLE, WriteType.PUT, (("id", i),),
-                 (Column("name", f"user-{i}"), Column("score", i * 7), Column("ratio", i / 3.0),
-                  Column("active", i % 2 == 0)))
-        for i in range(rows)
-    )
+    load_user_rows(tables, TABLE, rows)
     return time.monotonic() - started
 
 
-class _Counting(ChannelProcessor):
-    def __init__(self, expected: int, sink: ParquetSink | None) -> None:
-        self.expected, self.sink, self.count = expected, sink, 0
-        self.lock = threading.Lock()
-        self.done = threading.Event()
+class _SinkingProcessor(CountingChannelProcessor):
+    """Writes each batch to the Parquet change log (when a sink is given) before counting it."""
+
+    def __init__(self, counter: RecordCounter, sink: ParquetSink | None) -> None:
+        super().__init__(counter)
+        self.sink = sink
 
     def process(self, records: list[Record], context: ChannelContext) -> None:
         if self.sink is not None:  # one deterministic file per (channel, start token), as the Spark sink
             writer = self.sink.open(context.channel_id, context.start_token)
             writer.write(records)
             writer.close()
-        with self.lock:
-            self.count += len(records)
-            if self.count >= self.expected:
-                self.done.set()
+        super().process(records, context)
 
 
 def run_worker(tc: TunnelClient, tunnel_id: str, rows: int, sink: ParquetSink | None) -> float:
-    processor = _Counting(rows, sink)
+    counter = RecordCounter(rows)
     config = TunnelWorkerConfig(heartbeat_interval_s=5, checkpoint_interval_s=10, client_tag="bench",
                                 progress_log_interval_s=3600)
-    worker = TunnelWorker(tc, tunnel_id, processor, config)
+    worker = TunnelWorker(tc, tunnel_id, _SinkingProcessor(counter, sink), config)
     started = time.monotonic()
     worker.start()
-    if not processor.done.wait(1800):
-        raise RuntimeError(f"worker delivered only {processor.count} of {rows} records")
+    if not counter.done.wait(1800):
+        raise RuntimeError(f"worker delivered only {counter.count} of {rows} records")
     elapsed = time.monotonic() - started
     worker.shutdown()
-    if processor.count != rows:
-        raise RuntimeError(f"worker delivered {processor.count} records, expected {rows}")
+    if counter.count != rows:
+        raise RuntimeError(f"worker delivered {counter.count} records, expected {rows}")
     return elapsed
 
 

@@ -21,24 +21,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from airflow_tablestore.client.model import (
-    Column,
-    PrimaryKeyColumn,
-    PrimaryKeyType,
-    Record,
-    RowWrite,
-    StreamSpec,
-    TableSchema,
-    TunnelType,
-    WriteType,
-)
+from airflow_tablestore.client.model import Record, StreamSpec, TunnelType
 from airflow_tablestore.client.stream import StreamClient
 from airflow_tablestore.client.stream_worker import (
     Checkpointer,
@@ -49,35 +38,17 @@ from airflow_tablestore.client.stream_worker import (
 )
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import TunnelClient
-from airflow_tablestore.client.worker import (
-    ChannelContext,
-    ChannelProcessor,
-    TunnelWorker,
-    TunnelWorkerConfig,
-)
+from airflow_tablestore.client.worker import TunnelWorker, TunnelWorkerConfig
 from airflow_tablestore.emulator.testing import EmulatorProcess
+from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows
 
 TABLE = "bench_stream"
 SHARDS = 4
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "stream_worker.md"
 
 
-class Counter:
-    def __init__(self, expected: int) -> None:
-        self.expected = expected
-        self.count = 0
-        self.lock = threading.Lock()
-        self.done = threading.Event()
-
-    def add(self, n: int) -> None:
-        with self.lock:
-            self.count += n
-            if self.count >= self.expected:
-                self.done.set()
-
-
 class NoOpShardProcessor(RecordProcessor):
-    def __init__(self, counter: Counter) -> None:
+    def __init__(self, counter: RecordCounter) -> None:
         self.counter = counter
 
     def process_records(self, records: list[Record], checkpointer: Checkpointer) -> None:
@@ -87,25 +58,6 @@ class NoOpShardProcessor(RecordProcessor):
     def shutdown(self, reason: ShutdownReason, checkpointer: Checkpointer) -> None:
         if reason is not ShutdownReason.LEASE_LOST:
             checkpointer.checkpoint()
-
-
-class NoOpChannelProcessor(ChannelProcessor):
-    def __init__(self, counter: Counter) -> None:
-        self.counter = counter
-
-    def process(self, records: list[Record], context: ChannelContext) -> None:
-        self.counter.add(len(records))
-
-
-def load(tables: TableClient, rows: int) -> None:
-    tables.create_table(TableSchema(TABLE, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),),
-                                    stream=StreamSpec(True, 24)))
-    tables.write_rows(
-        RowWrite(TABLE, WriteType.PUT, (("id", i),),
-                 (Column("name", f"user-{i}"), Column("score", i * 7), Column("ratio", i / 3.0),
-                  Column("active", i % 2 == 0)))
-        for i in range(rows)
-    )
 
 
 def bare_parallel(streams: StreamClient, rows: int) -> int:
@@ -129,7 +81,7 @@ def bare_parallel(streams: StreamClient, rows: int) -> int:
 
 
 def stream_worker(tables: TableClient, rows: int, status: str) -> int:
-    counter = Counter(rows)
+    counter = RecordCounter(rows)
     config = StreamWorkerConfig(status_table=status, worker_id="bench", lease_duration_s=30, renew_interval_s=5,
                                 idle_poll_s=0.2, max_parallel_shards=SHARDS, progress_log_interval_s=3600)
     worker = StreamWorker(tables, TABLE, lambda shard: NoOpShardProcessor(counter), config)
@@ -141,11 +93,11 @@ def stream_worker(tables: TableClient, rows: int, status: str) -> int:
 
 
 def tunnel_worker(tunnels: TunnelClient, rows: int, name: str) -> int:
-    counter = Counter(rows)
+    counter = RecordCounter(rows)
     tunnel_id = tunnels.create_tunnel(TABLE, name, TunnelType.STREAM, earliest=True)
     config = TunnelWorkerConfig(heartbeat_interval_s=5, checkpoint_interval_s=10, client_tag="bench",
                                 progress_log_interval_s=3600)
-    worker = TunnelWorker(tunnels, tunnel_id, NoOpChannelProcessor(counter), config)
+    worker = TunnelWorker(tunnels, tunnel_id, CountingChannelProcessor(counter), config)
     _STOP.append(worker.shutdown)
     worker.start()
     if not counter.done.wait(600):
@@ -184,7 +136,7 @@ def main() -> None:
         streams = StreamClient(transport=tables.transport)
         tunnels = TunnelClient(**emu.client_kwargs)
         t0 = time.perf_counter()
-        load(tables, rows)
+        load_user_rows(tables, TABLE, rows, stream=StreamSpec(True, 24))
         print(f"loaded {rows} rows (stream records) in {time.perf_counter() - t0:.1f}s")
         variants: dict[str, Callable[[int], Callable[[], int]]] = {
             "bare GetStreamRecord+decode, one thread per shard": lambda r: lambda: bare_parallel(streams, rows),

@@ -24,47 +24,21 @@ import cProfile
 import functools
 import os
 import pstats
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from airflow_tablestore.client.model import (
-    ChannelStatus,
-    Column,
-    PrimaryKeyColumn,
-    PrimaryKeyType,
-    Record,
-    RowWrite,
-    TableSchema,
-    TunnelType,
-    WriteType,
-)
+from airflow_tablestore.client.model import ChannelStatus, TunnelType
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
-from airflow_tablestore.client.worker import (
-    ChannelContext,
-    ChannelProcessor,
-    TunnelWorker,
-    TunnelWorkerConfig,
-)
+from airflow_tablestore.client.worker import TunnelWorker, TunnelWorkerConfig
 from airflow_tablestore.emulator.testing import EmulatorProcess
+from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows
 
 TABLE = "bench_worker"
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "tunnel_worker.md"
-
-
-def load(tables: TableClient, rows: int) -> None:
-    tables.create_table(TableSchema(TABLE, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),)))
-    writes = (
-        RowWrite(TABLE, WriteType.PUT, (("id", i),),
-                 (Column("name", f"user-{i}"), Column("score", i * 7), Column("ratio", i / 3.0),
-                  Column("active", i % 2 == 0)))
-        for i in range(rows)
-    )
-    tables.write_rows(writes)
 
 
 def bare_channels(tc: TunnelClient, tunnel_id: str) -> tuple[str, list[str]]:
@@ -99,33 +73,17 @@ def bare_parallel(tc: TunnelClient, tunnel_id: str) -> tuple[int, int]:
     return sum(t[0] for t in totals), sum(t[1] for t in totals)
 
 
-class CountingProcessor(ChannelProcessor):
-    """No-op processor: counts records and signals when the expected total arrived."""
-
-    def __init__(self, expected: int) -> None:
-        self.expected = expected
-        self.count = 0
-        self.lock = threading.Lock()
-        self.done = threading.Event()
-
-    def process(self, records: list[Record], context: ChannelContext) -> None:
-        with self.lock:
-            self.count += len(records)
-            if self.count >= self.expected:
-                self.done.set()
-
-
 def run_worker(tc: TunnelClient, tunnel_id: str, rows: int, read_ahead: int) -> tuple[int, int]:
-    processor = CountingProcessor(rows)
+    counter = RecordCounter(rows)
     config = TunnelWorkerConfig(heartbeat_interval_s=5, checkpoint_interval_s=10, client_tag="bench",
                                 progress_log_interval_s=3600, read_ahead=read_ahead)
-    worker = TunnelWorker(tc, tunnel_id, processor, config)
+    worker = TunnelWorker(tc, tunnel_id, CountingChannelProcessor(counter), config)
     _STARTED.append(worker)
     worker.start()
-    if not processor.done.wait(600):
-        raise RuntimeError(f"worker delivered only {processor.count} of {rows} records")
+    if not counter.done.wait(600):
+        raise RuntimeError(f"worker delivered only {counter.count} of {rows} records")
     metrics = worker.metrics
-    return processor.count, metrics.bytes_read
+    return counter.count, metrics.bytes_read
 
 
 def stop_workers() -> None:
@@ -191,7 +149,7 @@ def main() -> None:
         tables = TableClient(**emu.client_kwargs)
         tc = TunnelClient(**emu.client_kwargs)
         t0 = time.perf_counter()
-        load(tables, args.rows)
+        load_user_rows(tables, TABLE, args.rows)
         print(f"loaded {args.rows} rows in {time.perf_counter() - t0:.1f}s")
         rounds = args.rounds
         plan = ["seq", "profile"] + [f"{kind}{r}" for r in range(rounds) for kind in ("par", "w1_", "w0_")]
