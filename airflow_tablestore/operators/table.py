@@ -139,7 +139,9 @@ class TablestoreCreateTableOperator(BaseOperator):
     def hook(self) -> TablestoreHook:
         return TablestoreHook(self.tablestore_conn_id, region=self.region)
 
-    def _source_hook(self) -> TablestoreHook:
+    @cached_property
+    def source_hook(self) -> TablestoreHook:
+        """The hook of ``source_table``'s connection (the operator's own hook when it is the same one)."""
         if self.source_tablestore_conn_id and self.source_tablestore_conn_id != self.tablestore_conn_id:
             return TablestoreHook(self.source_tablestore_conn_id, region=self.region)
         return self.hook
@@ -148,7 +150,7 @@ class TablestoreCreateTableOperator(BaseOperator):
         if self.source_table:
             if self.primary_key:
                 raise ValueError("give either primary_key or source_table, not both")
-            source_hook = self._source_hook()
+            source_hook = self.source_hook
             source = source_hook.describe_table(self.source_table)
             if source is None:
                 raise ValueError(
@@ -202,7 +204,7 @@ class TablestoreCreateTableOperator(BaseOperator):
         instance = self.hook.get_config().instance_name
         inputs = []
         if self.source_table:
-            inputs.append((self._source_hook().get_config().instance_name, self.source_table))
+            inputs.append((self.source_hook.get_config().instance_name, self.source_table))
         return table_lineage(inputs=inputs, outputs=[(instance, self.table_name)])
 
 
