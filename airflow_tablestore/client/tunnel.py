@@ -66,6 +66,19 @@ class ReadResult(NamedTuple):
     size_bytes: int
 
 
+ENOUGH_RECORDS = 500
+ENOUGH_BYTES = 900 * 1024
+
+
+def enough_data(result: ReadResult) -> bool:
+    """The SDKs' rule: ``may_more_record`` when the server sends it, else > 500 records or > 900 KiB.
+
+    A stream channel whose read was not "enough" has caught up with the log: wait before reading again."""
+    if result.may_more is not None:
+        return result.may_more
+    return len(result.records) > ENOUGH_RECORDS or result.size_bytes > ENOUGH_BYTES
+
+
 def to_ns(value: datetime | int | None) -> int:
     """Nanoseconds since epoch from a ``datetime`` (naive = UTC) or an ``int`` already in ns; None → 0."""
     if value is None:

@@ -15,12 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_tablestore.client.tunnel import FINISHED
+from airflow_tablestore.client.tunnel import FINISHED, enough_data
 from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import Sink
-
-ENOUGH_RECORDS = 500
-ENOUGH_BYTES = 900 * 1024
 
 CONTROL_SCHEMA = pa.schema([
     pa.field("channel_id", pa.string()),
@@ -113,9 +110,7 @@ def read_channel(client: Any, plan: RoundPlan, task: ChannelTask) -> dict[str, A
         if row["reached_cutoff"] or count >= plan.max_records:
             break
         if task.stream:
-            enough = result.may_more if result.may_more is not None else (
-                len(records) > ENOUGH_RECORDS or result.size_bytes > ENOUGH_BYTES)
-            if not records or not enough:
+            if not records or not enough_data(result):
                 row["caught_up"] = True
                 break
         elif not records and token == previous:

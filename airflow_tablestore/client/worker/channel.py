@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 from airflow_tablestore.client.errors import ResourceGoneError, TablestoreError
 from airflow_tablestore.client.model import ChannelStatus
-from airflow_tablestore.client.tunnel import FINISHED, Channel, ReadResult, TunnelClient
+from airflow_tablestore.client.tunnel import FINISHED, Channel, ReadResult, TunnelClient, enough_data
 from airflow_tablestore.client.worker.checkpointer import Checkpointer
 from airflow_tablestore.client.worker.config import TunnelWorkerConfig
 from airflow_tablestore.client.worker.metrics import WorkerMetrics
@@ -29,8 +29,6 @@ from airflow_tablestore.client.worker.state import transition
 log = logging.getLogger(__name__)
 
 THREAD_PREFIX = "tunnel-channel-"
-ENOUGH_RECORDS = 500
-ENOUGH_BYTES = 900 * 1024
 _POLL_S = 0.1
 
 
@@ -39,13 +37,6 @@ class ConsumerState(enum.Enum):
     RUNNING = "RUNNING"
     CLOSING = "CLOSING"
     CLOSED = "CLOSED"
-
-
-def enough_data(result: ReadResult) -> bool:
-    """The SDKs' rule: ``may_more_record`` when the server sends it, else > 500 records or > 900 KiB."""
-    if result.may_more is not None:
-        return result.may_more
-    return len(result.records) > ENOUGH_RECORDS or result.size_bytes > ENOUGH_BYTES
 
 
 class _Stop(Exception):

@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 
 from airflow_tablestore.client.model import ChannelStatus
-from airflow_tablestore.client.tunnel import Channel, ReadResult
+from airflow_tablestore.client.tunnel import Channel, ReadResult, enough_data
 from airflow_tablestore.client.worker import Backoff, TunnelWorkerConfig
-from airflow_tablestore.client.worker.channel import enough_data
 from airflow_tablestore.client.worker.state import merge_channels, transition
 
 OPEN, CLOSING, CLOSE = ChannelStatus.OPEN, ChannelStatus.CLOSING, ChannelStatus.CLOSE
