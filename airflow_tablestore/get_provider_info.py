@@ -85,12 +85,12 @@ def get_provider_info() -> dict[str, Any]:
                     "connect_timeout": {
                         "label": "Connect timeout (s)",
                         "description": "TCP connect timeout in seconds.",
-                        "schema": {"type": ["number", "null"], "minimum": 0},
+                        "schema": {"type": ["number", "null"], "exclusiveMinimum": 0},
                     },
                     "read_timeout": {
                         "label": "Read timeout (s)",
                         "description": "Socket read timeout in seconds.",
-                        "schema": {"type": ["number", "null"], "minimum": 0},
+                        "schema": {"type": ["number", "null"], "exclusiveMinimum": 0},
                     },
                 },
                 "ui-field-behaviour": {
