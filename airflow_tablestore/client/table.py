@@ -191,8 +191,9 @@ def _decode_row(data: bytes) -> Row | None:
     return plainbuffer.decode_row(data) if data else None
 
 
-def _encode_write(write: RowWrite) -> bytes:
-    """PlainBuffer ``row_change`` of one batch row."""
+def _encode_write(write: RowWrite) -> tuple[PrimaryKey, bytes, bool]:
+    """One batch row, normalized and encoded once: its primary key, its PlainBuffer ``row_change``, and
+    whether applying it twice equals applying it once (for retries after a server-side error)."""
     if not isinstance(write, RowWrite):
         raise TablestoreClientError(f"expected RowWrite, got {type(write).__name__}")
     primary_key = normalize_primary_key(write.primary_key)
@@ -200,15 +201,13 @@ def _encode_write(write: RowWrite) -> bytes:
     if kind is WriteType.DELETE:
         if write.columns:
             raise TablestoreClientError("a DELETE RowWrite takes no columns")
-        return plainbuffer.encode_row(Row(primary_key, (), delete_marker=True))
-    return plainbuffer.encode_row(Row(primary_key, normalize_columns(write.columns)))
-
-
-def _write_is_repeatable(write: RowWrite) -> bool:
-    """Whether applying ``write`` twice equals applying it once (for retries after a server-side error)."""
-    if write.condition != Condition():
-        return False
-    return all(column.op != CellOp.INCREMENT for column in normalize_columns(write.columns))
+        columns: tuple[Column, ...] = ()
+        row = Row(primary_key, (), delete_marker=True)
+    else:
+        columns = normalize_columns(write.columns)
+        row = Row(primary_key, columns)
+    repeatable = write.condition == Condition() and all(column.op != CellOp.INCREMENT for column in columns)
+    return primary_key, plainbuffer.encode_row(row), repeatable
 
 
 # ---- the client -----------------------------------------------------------------------------------
@@ -416,7 +415,7 @@ class TableClient(ServiceClient):
 
     def batch_write_row(self, writes: Sequence[RowWrite]) -> list[RowWriteResult]:
         """Apply up to 200 row writes (any tables) in one request; one result per write, in order."""
-        encoded = [(write, _encode_write(write)) for write in writes]
+        encoded = [(write, _encode_write(write)[1]) for write in writes]
         if len(encoded) > MAX_BATCH_WRITE_ROWS:
             raise TablestoreClientError(
                 f"batch_write_row takes at most {MAX_BATCH_WRITE_ROWS} rows, got {len(encoded)}; "
@@ -488,7 +487,7 @@ class TableClient(ServiceClient):
             raise TablestoreClientError(f"max_batch_rows must be in 1..{MAX_BATCH_WRITE_ROWS}")
         written = 0
         failures: list[RowWriteResult] = []
-        batch: list[tuple[int, RowWrite, bytes]] = []
+        batch: list[tuple[int, RowWrite, bytes, bool]] = []
         batch_keys: set[tuple[str, PrimaryKey]] = set()
         batch_bytes = 0
         seen = 0
@@ -499,11 +498,11 @@ class TableClient(ServiceClient):
                 index = seen
                 seen += 1
                 try:
-                    row_change = _encode_write(write)
+                    primary_key, row_change, repeatable = _encode_write(write)
                 except TablestoreClientError as exc:  # invalid input: report the row, keep going
                     failures.append(RowWriteResult(write, index, False, error=exc))
                     continue
-                key = (write.table, normalize_primary_key(write.primary_key))
+                key = (write.table, primary_key)
                 if batch and (
                     len(batch) >= max_batch_rows
                     or batch_bytes + len(row_change) > max_batch_bytes
@@ -515,7 +514,7 @@ class TableClient(ServiceClient):
                     if written >= next_progress:
                         log.info("write_rows: %d row(s) written so far, %d failed", written, len(failures))
                         next_progress = written + _PROGRESS_ROWS
-                batch.append((index, write, row_change))
+                batch.append((index, write, row_change, repeatable))
                 batch_keys.add(key)
                 batch_bytes += len(row_change)
             if batch:
@@ -549,7 +548,7 @@ class TableClient(ServiceClient):
         return written
 
     def _write_batch_with_retries(
-        self, batch: list[tuple[int, RowWrite, bytes]], max_attempts: int, failures: list[RowWriteResult]
+        self, batch: list[tuple[int, RowWrite, bytes, bool]], max_attempts: int, failures: list[RowWriteResult]
     ) -> int:
         """Write one legal batch, retrying retryable per-row failures; append final failures; return # ok."""
         policy = self._transport.retry
@@ -561,7 +560,7 @@ class TableClient(ServiceClient):
             try:
                 rows = [(batch[i][1], batch[i][2]) for i in pending]
                 # A batch of repeatable writes may be re-sent after a 5xx/timeout: applying it twice is harmless.
-                repeatable = all(_write_is_repeatable(write) for write, _ in rows)
+                repeatable = all(batch[i][3] for i in pending)
                 results = self._batch_write(rows, idempotent=repeatable)
             except TablestoreError as exc:
                 aborted = [RowWriteResult(batch[i][1], batch[i][0], False, error=exc) for i in pending]
@@ -576,7 +575,7 @@ class TableClient(ServiceClient):
                 error = result.error
                 retryable = isinstance(error, TablestoreError) and (
                     policy.is_throttling(error)
-                    or (error.code in _ROW_SERVER_CODES and _write_is_repeatable(result.write))
+                    or (error.code in _ROW_SERVER_CODES and batch[local][3])
                 )
                 if retryable and attempt < max_attempts:
                     retry_next.append(local)
