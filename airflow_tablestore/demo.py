@@ -324,12 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "sink_type": "tablestore"}
 
         step = "first interval (full + incremental phase)"
-        t1 = time.monotonic()
-        first = datetime.now(UTC).replace(microsecond=0)
-        out1 = dags_test(env, first, conf, log_file=workdir / "interval1.log")
-        d1 = time.monotonic() - t1
-        s1 = consumer_summaries(out1)
-        print(f"[demo] interval 1 done in {d1:.1f}s: {_fmt(s1)}", flush=True)
+        s1, d1 = _run_interval(env, conf, "interval 1", workdir / "interval1.log")
 
         step = "writing changes"
         changes = len(write_changes(client, source, args.rows, args.changes))
@@ -337,12 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         time.sleep(1.0)
 
         step = "second interval (incremental phase)"
-        t2 = time.monotonic()
-        second = datetime.now(UTC).replace(microsecond=0)
-        out2 = dags_test(env, second, conf, log_file=workdir / "interval2.log")
-        d2 = time.monotonic() - t2
-        s2 = consumer_summaries(out2)
-        print(f"[demo] interval 2 done in {d2:.1f}s: {_fmt(s2)}", flush=True)
+        s2, d2 = _run_interval(env, conf, "interval 2", workdir / "interval2.log")
 
         step = "verifying the replica"
         src, dst = snapshot(client, source), snapshot(client, replica)
@@ -382,6 +372,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"[demo] kept {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run_interval(env: dict[str, str], conf: dict[str, Any], label: str, log_file: Path
+                  ) -> tuple[list[dict[str, Any]], float]:
+    """``airflow dags test`` for an interval ending now: the consumer summaries and the wall time."""
+    started = time.monotonic()
+    output = dags_test(env, datetime.now(UTC).replace(microsecond=0), conf, log_file=log_file)
+    wall = time.monotonic() - started
+    summaries = consumer_summaries(output)
+    print(f"[demo] {label} done in {wall:.1f}s: {_fmt(summaries)}", flush=True)
+    return summaries, wall
 
 
 def _fmt(summaries: list[dict[str, Any]]) -> str:
