@@ -149,7 +149,10 @@ with DAG(
         assert params is not None
         cutoff = context.get("data_interval_end") or context["dag_run"].run_after
         hook = TablestoreTunnelHook(params["tablestore_conn_id"])
-        desc = hook.conn.describe_tunnel(params["source_table"], params["tunnel_name"])
+        try:
+            desc = hook.conn.describe_tunnel(params["source_table"], params["tunnel_name"])
+        finally:
+            hook.close()
         if not full_phase_done(desc):
             return "full_phase"
         if not incremental_done(desc, to_ns(cutoff)):
