@@ -40,7 +40,7 @@ from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import TunnelClient
 from airflow_tablestore.client.worker import TunnelWorker, TunnelWorkerConfig
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows
+from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows, timed_count
 
 TABLE = "bench_stream"
 SHARDS = 4
@@ -114,15 +114,6 @@ def stop_all() -> None:
     _STOP.clear()
 
 
-def timed(fn: Callable[[], int], rows: int) -> float:
-    t0 = time.perf_counter()
-    n = fn()
-    dt = time.perf_counter() - t0
-    if n != rows:
-        raise RuntimeError(f"{n} records, expected {rows}")
-    return dt
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=200_000)
@@ -148,7 +139,7 @@ def main() -> None:
         results: dict[str, list[float]] = {label: [] for label in variants}
         for r in range(args.rounds):
             for label, make in variants.items():
-                seconds = timed(make(r), rows)
+                seconds = timed_count(label, make(r), rows)
                 stop_all()
                 results[label].append(seconds)
                 print(f"round {r}: {label}: {seconds:.2f}s, {rows / seconds:,.0f} records/s", flush=True)

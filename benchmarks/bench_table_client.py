@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 from airflow_tablestore.client import (
@@ -37,17 +36,9 @@ from airflow_tablestore.client import (
 )
 from airflow_tablestore.client.auth import Credentials, build_headers
 from airflow_tablestore.emulator.testing import EmulatorProcess
+from benchmarks.common import timed_count
 
 PAYLOAD = "x" * 100
-
-
-def _timed(fn: Callable[[], int], rows: int, label: str) -> float:
-    started = time.perf_counter()
-    seen = fn()
-    elapsed = time.perf_counter() - started
-    if seen != rows:
-        raise SystemExit(f"{label}: expected {rows} rows, saw {seen}")
-    return elapsed
 
 
 _SDK_SCRIPT = r"""
@@ -145,7 +136,7 @@ def main() -> None:
         sdk_best: dict[str, float] = {}
         for _ in range(args.rounds):
             for label, fn in phases.items():
-                best[label] = min(best.get(label, float("inf")), _timed(fn, rows, label))
+                best[label] = min(best.get(label, float("inf")), timed_count(label, fn, rows))
             sdk = _sdk_baseline(emu, rows)
             for name, seconds in (sdk or {}).items():
                 sdk_best[name] = min(sdk_best.get(name, float("inf")), seconds)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from airflow_tablestore.client.model import (
@@ -67,3 +69,13 @@ def use_emulator_test_helpers() -> None:
     path = str(ROOT / "tests" / "emulator" / "tunnel")
     if path not in sys.path:
         sys.path.insert(0, path)
+
+
+def timed_count(label: str, fn: Callable[[], int], expected: int) -> float:
+    """Seconds ``fn`` took; raises unless it reports exactly ``expected`` records/rows."""
+    started = time.perf_counter()
+    seen = fn()
+    elapsed = time.perf_counter() - started
+    if seen != expected:
+        raise RuntimeError(f"{label}: {seen} records/rows, expected {expected}")
+    return elapsed
