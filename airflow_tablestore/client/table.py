@@ -15,17 +15,22 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_tablestore.client import plainbuffer
+from airflow_tablestore.client import batch_write, plainbuffer
+from airflow_tablestore.client.arguments import (
+    ColumnsArg,
+    PrimaryKeyArg,
+    normalize_columns,
+    normalize_primary_key,
+    table_name,
+)
+from airflow_tablestore.client.batch_write import MAX_BATCH_WRITE_BYTES, MAX_BATCH_WRITE_ROWS
 from airflow_tablestore.client.conditions import condition_to_pb, encode_filter
 from airflow_tablestore.client.errors import (
-    BatchWriteError,
     TablestoreClientError,
     TablestoreError,
     error_from_response,
 )
 from airflow_tablestore.client.model import (
-    CellOp,
-    Column,
     ColumnCondition,
     Condition,
     Direction,
@@ -40,7 +45,6 @@ from airflow_tablestore.client.model import (
     TableOptions,
     TableSchema,
     TimeRange,
-    WriteType,
 )
 from airflow_tablestore.client.schema import (
     create_table_request,
@@ -59,17 +63,8 @@ table_pb2: Any = _table_pb2  # generated code has no type stubs
 
 log = logging.getLogger(__name__)
 
-MAX_BATCH_WRITE_ROWS = 200
-MAX_BATCH_WRITE_BYTES = 4 * 1024 * 1024
 MAX_BATCH_GET_ROWS = 100
-_PROGRESS_ROWS = 50_000  # write_rows logs progress at INFO every this many rows
 _RT_PK = 1
-_OPERATION_TYPES = {WriteType.PUT: 1, WriteType.UPDATE: 2, WriteType.DELETE: 3}
-# Per-row failures that are safe to retry when the row write itself is repeatable.
-_ROW_SERVER_CODES = frozenset({"OTSInternalServerError", "OTSServerUnavailable", "OTSTimeout"})
-
-ColumnsArg = Mapping[str, Any] | Iterable[Column | tuple[Any, ...]]
-PrimaryKeyArg = Sequence[tuple[str, Any]] | Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -90,61 +85,6 @@ class RowReadResult:
     ok: bool
     row: Row | None = None
     error: TablestoreError | None = None
-
-
-# ---- argument normalisation -----------------------------------------------------------------------
-
-
-def _table_name(name: object) -> str:
-    if not isinstance(name, str) or not name:
-        raise TablestoreClientError(f"table name must be a non-empty string, got {name!r}")
-    return name
-
-
-def normalize_primary_key(primary_key: object) -> PrimaryKey:
-    """A primary key as a tuple of ``(name, value)`` pairs; raises a clear error for anything else."""
-    if isinstance(primary_key, Mapping):
-        items: list[Any] = list(primary_key.items())
-    elif isinstance(primary_key, str | bytes | bytearray) or not isinstance(primary_key, Iterable):
-        raise TablestoreClientError(
-            f"primary key must be a sequence of (name, value) pairs in schema order, got {primary_key!r}"
-        )
-    else:
-        items = list(primary_key)
-    if not items:
-        raise TablestoreClientError("primary key must have at least one (name, value) pair")
-    result = []
-    for item in items:
-        if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 2:
-            raise TablestoreClientError(
-                f"primary key must be a sequence of (name, value) pairs in schema order; bad entry {item!r}"
-            )
-        name, value = item
-        if not isinstance(name, str) or not name:
-            raise TablestoreClientError(f"primary key column names must be non-empty strings, got {name!r}")
-        if value is None:
-            raise TablestoreClientError(f"primary key column {name!r} has no value")
-        result.append((name, value))
-    return tuple(result)
-
-
-def normalize_columns(columns: ColumnsArg | None) -> tuple[Column, ...]:
-    """Columns from a ``{name: value}`` mapping, ``Column`` objects or ``(name, value[, ts[, op]])`` tuples."""
-    if columns is None:
-        return ()
-    if isinstance(columns, Mapping):
-        return tuple(Column(str(name), value) for name, value in columns.items())
-    if isinstance(columns, str | bytes):
-        raise TablestoreClientError("columns must be a mapping or a sequence of Column/(name, value) tuples")
-    result = []
-    for item in columns:
-        if isinstance(item, Column):
-            result.append(item)
-        elif isinstance(item, tuple) and 1 <= len(item) <= 4 and isinstance(item[0], str):
-            result.append(Column(*item))
-        else:
-            raise TablestoreClientError(f"bad column {item!r}: use Column(name, value, timestamp, op) or (name, value)")
-    return tuple(result)
 
 
 def _time_range_pb(time_range: TimeRange | None) -> Any:
@@ -191,25 +131,6 @@ def _decode_row(data: bytes) -> Row | None:
     return plainbuffer.decode_row(data) if data else None
 
 
-def _encode_write(write: RowWrite) -> tuple[PrimaryKey, bytes, bool]:
-    """One batch row, normalized and encoded once: its primary key, its PlainBuffer ``row_change``, and
-    whether applying it twice equals applying it once (for retries after a server-side error)."""
-    if not isinstance(write, RowWrite):
-        raise TablestoreClientError(f"expected RowWrite, got {type(write).__name__}")
-    primary_key = normalize_primary_key(write.primary_key)
-    kind = WriteType(write.type)
-    if kind is WriteType.DELETE:
-        if write.columns:
-            raise TablestoreClientError("a DELETE RowWrite takes no columns")
-        columns: tuple[Column, ...] = ()
-        row = Row(primary_key, (), delete_marker=True)
-    else:
-        columns = normalize_columns(write.columns)
-        row = Row(primary_key, columns)
-    repeatable = write.condition == Condition() and all(column.op != CellOp.INCREMENT for column in columns)
-    return primary_key, plainbuffer.encode_row(row), repeatable
-
-
 # ---- the client -----------------------------------------------------------------------------------
 
 
@@ -234,7 +155,7 @@ class TableClient(ServiceClient):
 
     def describe_table(self, name: str) -> TableDescription:
         """Schema, options, reserved throughput, stream details and shard splits of a table."""
-        request = table_pb2.DescribeTableRequest(table_name=_table_name(name))
+        request = table_pb2.DescribeTableRequest(table_name=table_name(name))
         return description_from_pb(self._call("DescribeTable", request, table_pb2.DescribeTableResponse,
                                               idempotent=True))
 
@@ -258,7 +179,7 @@ class TableClient(ServiceClient):
         """
         if options is None and reserved_throughput is None and stream is None:
             raise TablestoreClientError("update_table needs options, reserved_throughput or stream")
-        request = table_pb2.UpdateTableRequest(table_name=_table_name(name))
+        request = table_pb2.UpdateTableRequest(table_name=table_name(name))
         if isinstance(options, TableOptions):
             request.table_options.CopyFrom(options_to_pb(options))
         elif options is not None:
@@ -277,7 +198,7 @@ class TableClient(ServiceClient):
 
     def delete_table(self, name: str) -> None:
         """Delete a table and all its data."""
-        self._call("DeleteTable", table_pb2.DeleteTableRequest(table_name=_table_name(name)),
+        self._call("DeleteTable", table_pb2.DeleteTableRequest(table_name=table_name(name)),
                    table_pb2.DeleteTableResponse, idempotent=False)
         log.info("deleted table %s", name)
 
@@ -295,7 +216,7 @@ class TableClient(ServiceClient):
         ``return_primary_key`` (how auto-increment values come back)."""
         row = Row(normalize_primary_key(primary_key), normalize_columns(columns))
         request = table_pb2.PutRowRequest(
-            table_name=_table_name(table), row=plainbuffer.encode_row(row), condition=condition_to_pb(condition)
+            table_name=table_name(table), row=plainbuffer.encode_row(row), condition=condition_to_pb(condition)
         )
         if return_primary_key:
             request.return_content.return_type = _RT_PK
@@ -317,7 +238,7 @@ class TableClient(ServiceClient):
             raise TablestoreClientError("update_row needs at least one column change")
         row = Row(normalize_primary_key(primary_key), changes)
         request = table_pb2.UpdateRowRequest(
-            table_name=_table_name(table), row_change=plainbuffer.encode_row(row),
+            table_name=table_name(table), row_change=plainbuffer.encode_row(row),
             condition=condition_to_pb(condition),
         )
         if return_primary_key:
@@ -329,7 +250,7 @@ class TableClient(ServiceClient):
         """Delete a whole row (succeeds on an absent row unless the condition says otherwise)."""
         row = Row(normalize_primary_key(primary_key), (), delete_marker=True)
         request = table_pb2.DeleteRowRequest(
-            table_name=_table_name(table), primary_key=plainbuffer.encode_row(row),
+            table_name=table_name(table), primary_key=plainbuffer.encode_row(row),
             condition=condition_to_pb(condition),
         )
         self._call("DeleteRow", request, table_pb2.DeleteRowResponse, idempotent=False)
@@ -355,7 +276,7 @@ class TableClient(ServiceClient):
     ) -> Row | None:
         """Read one row; None when it does not exist (or the filter rejects it)."""
         request = table_pb2.GetRowRequest(
-            table_name=_table_name(table), primary_key=plainbuffer.encode_primary_key(normalize_primary_key(primary_key))
+            table_name=table_name(table), primary_key=plainbuffer.encode_primary_key(normalize_primary_key(primary_key))
         )
         _apply_read_options(request, columns, max_versions, time_range, column_filter, start_column, end_column)
         response = self._call("GetRow", request, table_pb2.GetRowResponse, idempotent=True)
@@ -380,7 +301,7 @@ class TableClient(ServiceClient):
             raise TablestoreClientError(
                 f"batch_get_row takes at most {MAX_BATCH_GET_ROWS} keys, got {len(keys)}; use get_rows() to chunk"
             )
-        item = table_pb2.TableInBatchGetRowRequest(table_name=_table_name(table))
+        item = table_pb2.TableInBatchGetRowRequest(table_name=table_name(table))
         item.primary_key.extend(plainbuffer.encode_primary_key(key) for key in keys)
         _apply_read_options(item, columns, max_versions, time_range, column_filter)
         request = table_pb2.BatchGetRowRequest(tables=[item])
@@ -415,55 +336,7 @@ class TableClient(ServiceClient):
 
     def batch_write_row(self, writes: Sequence[RowWrite]) -> list[RowWriteResult]:
         """Apply up to 200 row writes (any tables) in one request; one result per write, in order."""
-        encoded = [(write, _encode_write(write)[1]) for write in writes]
-        if len(encoded) > MAX_BATCH_WRITE_ROWS:
-            raise TablestoreClientError(
-                f"batch_write_row takes at most {MAX_BATCH_WRITE_ROWS} rows, got {len(encoded)}; "
-                "use write_rows() to chunk"
-            )
-        return self._batch_write(encoded)
-
-    def _batch_write(
-        self, encoded: Sequence[tuple[RowWrite, bytes]], *, idempotent: bool = False
-    ) -> list[RowWriteResult]:
-        if not encoded:
-            return []
-        groups: dict[str, list[int]] = {}
-        for index, (write, _) in enumerate(encoded):
-            groups.setdefault(_table_name(write.table), []).append(index)
-        request = table_pb2.BatchWriteRowRequest()
-        for table, indexes in groups.items():
-            item = request.tables.add(table_name=table)
-            for index in indexes:
-                write, row_change = encoded[index]
-                item.rows.add(
-                    type=_OPERATION_TYPES[WriteType(write.type)], row_change=row_change,
-                    condition=condition_to_pb(write.condition),
-                )
-        response, request_id = self._transport.call_detailed(
-            "/BatchWriteRow", request, table_pb2.BatchWriteRowResponse, idempotent=idempotent
-        )
-        results: list[RowWriteResult | None] = [None] * len(encoded)
-        answers = list(response.tables)
-        if len(answers) != len(groups):
-            raise TablestoreClientError(
-                f"BatchWriteRow answered {len(answers)} tables for {len(groups)}", request_id=request_id
-            )
-        for (table, indexes), answer in zip(groups.items(), answers, strict=True):
-            if len(answer.rows) != len(indexes):
-                raise TablestoreClientError(
-                    f"BatchWriteRow answered {len(answer.rows)} rows for {len(indexes)} of table {table!r}",
-                    request_id=request_id,
-                )
-            for index, row in zip(indexes, answer.rows, strict=True):
-                write = encoded[index][0]
-                if row.is_ok:
-                    returned = _decode_row(row.row) if row.HasField("row") else None
-                    results[index] = RowWriteResult(write, index, True, row=returned)
-                else:
-                    error = error_from_response(row.error.code, row.error.message, None, request_id)
-                    results[index] = RowWriteResult(write, index, False, error=error)
-        return [result for result in results if result is not None]
+        return batch_write.batch_write_row(self._transport, writes)
 
     def write_rows(
         self,
@@ -475,125 +348,15 @@ class TableClient(ServiceClient):
     ) -> int:
         """Write any number of rows in legal batches (≤200 rows, ≤4 MB); return how many were written.
 
-        Writes are applied in iteration order per row: a row appearing again starts a new batch, so a
-        retried write can never overtake a later write of the same row.
-
-        Rows failing with a retryable per-row error are retried (up to ``max_attempts`` tries each, with
-        backoff). If any row still fails, or a whole batch request fails, raises :class:`BatchWriteError`
-        whose ``failures`` lists every failed :class:`RowWriteResult` (a failed request marks all of its
-        rows failed; rows after it are not attempted and ``failures`` says so via ``not_attempted``).
+        Writes are applied in iteration order per row; rows failing with a retryable per-row error are
+        retried (up to ``max_attempts`` tries each). If any row still fails, or a whole batch request fails,
+        raises :class:`BatchWriteError` listing every failed row: see
+        :func:`airflow_tablestore.client.batch_write.write_rows`.
         """
-        if not 1 <= max_batch_rows <= MAX_BATCH_WRITE_ROWS:
-            raise TablestoreClientError(f"max_batch_rows must be in 1..{MAX_BATCH_WRITE_ROWS}")
-        written = 0
-        failures: list[RowWriteResult] = []
-        batch: list[tuple[int, RowWrite, bytes, bool]] = []
-        batch_keys: set[tuple[str, PrimaryKey]] = set()
-        batch_bytes = 0
-        seen = 0
-        next_progress = _PROGRESS_ROWS
-        iterator = iter(writes)
-        try:
-            for write in iterator:
-                index = seen
-                seen += 1
-                try:
-                    primary_key, row_change, repeatable = _encode_write(write)
-                except TablestoreClientError as exc:  # invalid input: report the row, keep going
-                    failures.append(RowWriteResult(write, index, False, error=exc))
-                    continue
-                key = (write.table, primary_key)
-                if batch and (
-                    len(batch) >= max_batch_rows
-                    or batch_bytes + len(row_change) > max_batch_bytes
-                    or key in batch_keys  # a row at most once per batch: retries cannot reorder its writes
-                ):
-                    written += self._write_batch_with_retries(batch, max_attempts, failures)
-                    batch, batch_bytes = [], 0
-                    batch_keys.clear()
-                    if written >= next_progress:
-                        log.info("write_rows: %d row(s) written so far, %d failed", written, len(failures))
-                        next_progress = written + _PROGRESS_ROWS
-                batch.append((index, write, row_change, repeatable))
-                batch_keys.add(key)
-                batch_bytes += len(row_change)
-            if batch:
-                written += self._write_batch_with_retries(batch, max_attempts, failures)
-                batch = []
-        except _BatchAborted as aborted:
-            written += aborted.written
-            # rows pulled from the iterator after the failed batch, plus the rest of the iterator
-            not_attempted = (seen - 1 - aborted.last_index) + sum(1 for _ in iterator)
-            failures.extend(aborted.results)
-            failures.sort(key=lambda result: result.index)
-            error = BatchWriteError(
-                f"write_rows stopped: a batch request failed with {aborted.error.code}: {aborted.error.message}; "
-                f"{written} row(s) written, {len(failures)} failed, {not_attempted} not attempted",
-                failures,
-                written=written,
-                not_attempted=not_attempted,
-            )
-            raise error from aborted.error
-        if failures:
-            failures.sort(key=lambda result: result.index)
-            codes = sorted({result.error.code for result in failures if isinstance(result.error, TablestoreError)})
-            error = BatchWriteError(
-                f"{len(failures)} of {seen} row(s) failed after retries ({', '.join(codes) or 'errors'}); "
-                f"{written} written. See .failures for every failed row",
-                failures,
-                written=written,
-            )
-            raise error
-        log.debug("write_rows: %d row(s) written", written)
-        return written
-
-    def _write_batch_with_retries(
-        self, batch: list[tuple[int, RowWrite, bytes, bool]], max_attempts: int, failures: list[RowWriteResult]
-    ) -> int:
-        """Write one legal batch, retrying retryable per-row failures; append final failures; return # ok."""
-        policy = self._transport.retry
-        pending = list(range(len(batch)))
-        final: dict[int, RowWriteResult] = {}
-        written = 0
-        attempt = 1
-        while pending:
-            try:
-                rows = [(batch[i][1], batch[i][2]) for i in pending]
-                # A batch of repeatable writes may be re-sent after a 5xx/timeout: applying it twice is harmless.
-                repeatable = all(batch[i][3] for i in pending)
-                results = self._batch_write(rows, idempotent=repeatable)
-            except TablestoreError as exc:
-                aborted = [RowWriteResult(batch[i][1], batch[i][0], False, error=exc) for i in pending]
-                failures.extend(final.values())
-                raise _BatchAborted(exc, aborted, written, batch[-1][0]) from exc
-            retry_next: list[int] = []
-            retry_error: TablestoreError | None = None
-            for local, result in zip(pending, results, strict=True):
-                if result.ok:
-                    written += 1
-                    continue
-                error = result.error
-                retryable = isinstance(error, TablestoreError) and (
-                    policy.is_throttling(error)
-                    or (error.code in _ROW_SERVER_CODES and batch[local][3])
-                )
-                if retryable and attempt < max_attempts:
-                    retry_next.append(local)
-                    retry_error = retry_error or error  # type: ignore[assignment]
-                else:
-                    final[local] = RowWriteResult(result.write, batch[local][0], False, error=error)
-            if retry_next:
-                wait = policy.delay(attempt, retry_error)
-                log.warning(
-                    "write_rows: %d row(s) failed with retryable errors, attempt %d of %d; retrying in %.3fs",
-                    len(retry_next), attempt, max_attempts, wait,
-                )
-                policy.sleep(wait)
-            pending = retry_next
-            attempt += 1
-        failures.extend(final.values())
-        log.debug("write_rows: batch of %d row(s): %d written", len(batch), written)
-        return written
+        return batch_write.write_rows(
+            self._transport, writes, max_attempts=max_attempts, max_batch_rows=max_batch_rows,
+            max_batch_bytes=max_batch_bytes,
+        )
 
     # -- ranges -------------------------------------------------------------------------------------
     def get_range(
@@ -612,7 +375,7 @@ class TableClient(ServiceClient):
         """One page of rows from ``start`` (inclusive) to ``end`` (exclusive) and the next start key
         (None when the range is exhausted). BACKWARD scans need ``start`` > ``end``."""
         request = table_pb2.GetRangeRequest(
-            table_name=_table_name(table),
+            table_name=table_name(table),
             direction=0 if Direction(direction) is Direction.FORWARD else 1,
             inclusive_start_primary_key=plainbuffer.encode_primary_key(normalize_primary_key(start)),
             exclusive_end_primary_key=plainbuffer.encode_primary_key(normalize_primary_key(end)),
@@ -662,15 +425,6 @@ class TableClient(ServiceClient):
             yield from rows
             if remaining is not None:
                 remaining -= len(rows)
-
-
-class _BatchAborted(Exception):
-    def __init__(self, error: TablestoreError, results: list[RowWriteResult], written: int, last_index: int) -> None:
-        super().__init__(error.code)
-        self.error = error
-        self.results = results
-        self.written = written
-        self.last_index = last_index
 
 
 __all__ = [
