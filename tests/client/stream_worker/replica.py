@@ -105,6 +105,12 @@ class Writer:
             self.client.delete_row(self.table, key)
         self.count += 1
 
+    def write(self, count: int) -> Writer:
+        """``count`` writes from the calling thread."""
+        for _ in range(count):
+            self.write_one()
+        return self
+
     def _run(self) -> None:
         while not self._stop.is_set():
             self.write_one()
@@ -140,6 +146,7 @@ class Sink:
         self.failed: set[str] = set()
         self.shutdowns: dict[str, list[ShutdownReason]] = defaultdict(list)
         self.by_record = False  # checkpoint(last record) instead of checkpoint(); none at REQUESTED
+        self.initialized: set[str] = set()  # shards whose processor was initialized
 
     def deliver(self, shard: str, records: list[Record]) -> None:
         with self.lock:
@@ -170,6 +177,10 @@ class SinkProcessor(RecordProcessor):
 
     def __init__(self, sink: Sink, shard: ShardInfo) -> None:
         self.sink, self.shard = sink, shard
+
+    def initialize(self, shard: ShardInfo) -> None:
+        with self.sink.lock:
+            self.sink.initialized.add(shard.shard_id)
 
     def process_records(self, records: list[Record], checkpointer: Checkpointer) -> None:
         self.sink.deliver(self.shard.shard_id, records)

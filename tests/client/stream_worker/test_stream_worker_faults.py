@@ -44,13 +44,34 @@ def _delivered(sink: Sink) -> set[tuple[object, tuple[int, int]]]:
         return set(sink.seen)
 
 
+def _initialized(sink: Sink) -> set[str]:
+    with sink.lock:
+        return set(sink.initialized)
+
+
+def _source(client: TableClient, source: str, writes: int, *, seed: int = 7) -> Writer:
+    """A stream-enabled table with ``writes`` random changes already made; the returned writer can add more."""
+    client.create_table(schema(source, stream=True))
+    return Writer(client, source, seed=seed).write(writes)
+
+
+def _consume_all_then_stop(table_client: TableClient, source: str, status: str, *,
+                           by_record: bool) -> tuple[StreamWorker, set[tuple[object, tuple[int, int]]]]:
+    """Run a worker until it delivered every record in the stream now, then shut it down (checkpoints saved);
+    returns the stopped worker and what it delivered."""
+    sink = Sink()
+    sink.by_record = by_record
+    worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "w")).start()
+    before = stream_contents(table_client, source)
+    wait_until(lambda: _delivered(sink) == before, what="the first records")
+    worker.shutdown()
+    return worker, before
+
+
 def test_status_table_rows_match_the_schema(emulator: EmulatorProcess, table_client: TableClient,
                                             names: Callable[[str], str]) -> None:
     source, status = names("src"), names("status")
-    table_client.create_table(schema(source, stream=True))
-    writer = Writer(table_client, source)
-    for _ in range(60):
-        writer.write_one()
+    _source(table_client, source, 60)
     sink = Sink()
     worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "solo")).start()
     try:
@@ -63,6 +84,9 @@ def test_status_table_rows_match_the_schema(emulator: EmulatorProcess, table_cli
         wait_until(lambda: len(LeaseManager(table_client, status).list(str(sid))) == 8, what="8 leases")
         wait_until(lambda: len(worker.owned_shards()) == 7, what="the 7 open shards owned")
         owned_while_running = set(worker.owned_shards())
+        # a processor is shut down (REQUESTED, asserted below) only once initialized: the new children may not
+        # have started yet on a busy machine
+        wait_until(lambda: _initialized(sink) >= owned_while_running, what="every owned shard's processor started")
     finally:
         worker.shutdown()
     pk = table_client.describe_table(status).schema.primary_key
@@ -130,8 +154,7 @@ def test_processor_exceptions_redeliver_the_batch(emulator: EmulatorProcess, tab
     table_client.create_table(schema(source, stream=True))
     table_client.create_table(schema(replica, stream=False))
     writer = Writer(table_client, source, seed=3)
-    for _ in range(120):
-        writer.write_one()
+    writer.write(120)
     sink = Sink(table_client, replica)
     sink.fail_first = {p["partition_id"] for p in emulator.control.partitions(source)}
     worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "w")).start()
@@ -150,24 +173,14 @@ def test_trimmed_checkpoint_restarts_at_the_oldest_record(emulator: EmulatorProc
                                                           names: Callable[[str], str],
                                                           caplog: pytest.LogCaptureFixture, by_record: bool) -> None:
     source, status = names("src"), names("status")
-    table_client.create_table(schema(source, stream=True))
-    writer = Writer(table_client, source, seed=5)
-    for _ in range(30):
-        writer.write_one()
-    first = Sink()
-    first.by_record = by_record
-    worker = StreamWorker(table_client, source, first.processor, fast_config(status, "w")).start()
-    before = stream_contents(table_client, source)
-    wait_until(lambda: _delivered(first) == before, what="the first records")
-    worker.shutdown()
+    writer = _source(table_client, source, 30, seed=5)
+    worker, before = _consume_all_then_stop(table_client, source, status, by_record=by_record)
     checkpoints = [lease.checkpoint for lease in LeaseManager(table_client, status).list(str(worker.stream_id))]
     assert any(c.startswith("TS:") for c in checkpoints) == by_record
-    for _ in range(30):  # these will be trimmed before anyone reads them
-        writer.write_one()
+    writer.write(30)  # these will be trimmed before anyone reads them
     emulator.control.set_retention(source, 0.001)  # 3.6 s
     emulator.control.advance_time(60)
-    for _ in range(20):
-        writer.write_one()
+    writer.write(20)
     retained = stream_contents(table_client, source)
     second = Sink()
     caplog.set_level(logging.WARNING, logger="airflow_tablestore.client.stream_worker")
@@ -186,18 +199,9 @@ def test_trimmed_checkpoint_restarts_at_the_oldest_record(emulator: EmulatorProc
 def test_record_checkpoint_resumes_right_after_the_record(table_client: TableClient,
                                                           names: Callable[[str], str]) -> None:
     source, status = names("src"), names("status")
-    table_client.create_table(schema(source, stream=True))
-    writer = Writer(table_client, source, seed=9)
-    for _ in range(40):
-        writer.write_one()
-    first = Sink()
-    first.by_record = True
-    worker = StreamWorker(table_client, source, first.processor, fast_config(status, "w")).start()
-    before = stream_contents(table_client, source)
-    wait_until(lambda: _delivered(first) == before, what="the first records")
-    worker.shutdown()
-    for _ in range(40):
-        writer.write_one()
+    writer = _source(table_client, source, 40, seed=9)
+    _, before = _consume_all_then_stop(table_client, source, status, by_record=True)
+    writer.write(40)
     second = Sink()
     worker = StreamWorker(table_client, source, second.processor, fast_config(status, "w")).start()
     after = stream_contents(table_client, source) - before
@@ -214,10 +218,7 @@ def test_service_errors_are_survived(emulator: EmulatorProcess, names: Callable[
     source, status = names("src"), names("status")
     client = TableClient(**emulator.client_kwargs, retry=RetryPolicy(max_attempts=2, total_budget_s=2,
                                                                       base_delay_s=0.01, max_delay_s=0.05))
-    client.create_table(schema(source, stream=True))
-    writer = Writer(client, source, seed=13)
-    for _ in range(80):
-        writer.write_one()
+    _source(client, source, 80, seed=13)
     expected = stream_contents(client, source)
     sink = Sink()
     worker = StreamWorker(client, source, sink.processor, fast_config(status, "w")).start()
@@ -245,8 +246,7 @@ def test_merge_child_waits_for_both_parents(emulator: EmulatorProcess, table_cli
     table_client.create_table(schema(source, stream=True))
     table_client.create_table(schema(replica, stream=False))
     writer = Writer(table_client, source, seed=21)
-    for _ in range(60):
-        writer.write_one()
+    writer.write(60)
     sink = Sink(table_client, replica)
     parts = emulator.control.partitions(source)
     slow = parts[1]["partition_id"]
@@ -272,10 +272,7 @@ def test_shutdown_from_a_processor(table_client: TableClient, names: Callable[[s
     from airflow_tablestore.client.stream_worker import CallbackRecordProcessor
 
     source, status = names("src"), names("status")
-    table_client.create_table(schema(source, stream=True))
-    writer = Writer(table_client, source, seed=17)
-    for _ in range(30):
-        writer.write_one()
+    _source(table_client, source, 30, seed=17)
     seen: list[int] = []
     holder: list[StreamWorker] = []
 
@@ -298,10 +295,7 @@ def test_checkpointer_refuses_points_beyond_delivery(table_client: TableClient, 
     from airflow_tablestore.client.stream_worker import Checkpointer, RecordProcessor
 
     source, status = names("src"), names("status")
-    table_client.create_table(schema(source, stream=True))
-    writer = Writer(table_client, source, seed=19)
-    for _ in range(20):
-        writer.write_one()
+    _source(table_client, source, 20, seed=19)
     outcomes: list[list[str]] = []
 
     class Probe(RecordProcessor):
