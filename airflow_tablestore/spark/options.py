@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from airflow_tablestore.client.tunnel import to_ns
 from airflow_tablestore.spark.settings import SINK_PREFIX
 
 PHASES = ("full", "incremental")
@@ -44,8 +45,7 @@ class JobOptions:
         """The cutoff in microseconds since epoch (the unit of stream sequence timestamps)."""
         if self.cutoff is None:
             return None
-        delta = self.cutoff - datetime(1970, 1, 1, tzinfo=UTC)
-        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        return to_ns(self.cutoff) // 1_000  # exact: a datetime has microsecond precision
 
 
 def parse_cutoff(text: str) -> datetime:
