@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -30,13 +30,24 @@ def _n(rec: Record) -> int:
     return rec.primary_key[1][1]  # type: ignore[return-value]
 
 
+def _put(table_client: Any, table: str, key: str, numbers: Iterable[int]) -> None:
+    """One row per ``n`` in ``numbers``: primary key (``key.format(n)``, n), column v = n."""
+    for i in numbers:
+        table_client.put_row(table, (("pk", key.format(i)), ("n", i)), [Column("v", i, BASE_MS)])
+
+
+def _stream_tunnel(table_client: Any, tunnel_client: TunnelClient, table: str, name: str) -> str:
+    """A new table with a STREAM tunnel ``name`` on it; returns the tunnel id."""
+    table_client.create_table(table_schema(table))
+    return tunnel_client.create_tunnel(table, name, TunnelType.STREAM)
+
+
 def test_processor_error_redelivers_after_last_checkpoint_in_order(
     table_client: Any, tunnel_client: TunnelClient, unique: str
 ) -> None:
     table = f"{unique}p"
     table_client.create_table(table_schema(table))
-    for i in range(60):
-        table_client.put_row(table, (("pk", "a"), ("n", i)), [Column("v", i, BASE_MS)])
+    _put(table_client, table, "a", range(60))
     tunnel_id = tunnel_client.create_tunnel(table, "p", TunnelType.BASE_DATA)
     processor = RecordingProcessor()
     failed_batch: list[int] = []
@@ -91,19 +102,16 @@ def test_partition_split_parent_before_children(
     emulator: EmulatorProcess, table_client: Any, tunnel_client: TunnelClient, unique: str
 ) -> None:
     table = f"{unique}s"
-    table_client.create_table(table_schema(table))
-    tunnel_id = tunnel_client.create_tunnel(table, "s", TunnelType.STREAM)
+    tunnel_id = _stream_tunnel(table_client, tunnel_client, table, "s")
     processor = RecordingProcessor()
     with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config()):
         wait_for(lambda: len(tunnel_client.describe_tunnel(table, "s").channels) == 2, "two stream channels")
-        for i in range(40):
-            table_client.put_row(table, (("pk", f"p{i}"), ("n", i)), [Column("v", i, BASE_MS)])
+        _put(table_client, table, "p{}", range(40))
         before = {c.channel_id for c in tunnel_client.describe_tunnel(table, "s").channels}
         partition_id = str(emulator.control.partitions(table)[0]["partition_id"])
         parent = next(c for c in before if c.rsplit("_", 1)[0] == partition_id.replace("_", "-"))
         emulator.control.split_partition(table, partition_id)
-        for i in range(40, 80):
-            table_client.put_row(table, (("pk", f"p{i}"), ("n", i)), [Column("v", i, BASE_MS)])
+        _put(table_client, table, "p{}", range(40, 80))
         wait_for(lambda: len({_n(r) for r in processor.records}) == 80, "all 80 writes")
         desc = tunnel_client.describe_tunnel(table, "s")
     children = {c.channel_id for c in desc.channels} - before
@@ -143,8 +151,7 @@ def test_worker_rides_out_faults_and_reconnects_after_resource_gone(
     emulator: EmulatorProcess, table_client: Any, tunnel_client: TunnelClient, unique: str
 ) -> None:
     table = f"{unique}g"
-    table_client.create_table(table_schema(table))
-    tunnel_id = tunnel_client.create_tunnel(table, "g", TunnelType.STREAM)
+    tunnel_id = _stream_tunnel(table_client, tunnel_client, table, "g")
     processor = RecordingProcessor()
     ctl = emulator.control
     with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config()) as worker:
@@ -154,16 +161,14 @@ def test_worker_rides_out_faults_and_reconnects_after_resource_gone(
                       message="sequence number not match", count=1)
         ctl.add_fault("/tunnel/readrecords", "OTSTunnelServerUnavailable", status=503, count=3)
         ctl.add_fault("/tunnel/heartbeat", "OTSServerBusy", status=503, count=2)
-        for i in range(30):
-            table_client.put_row(table, (("pk", "a"), ("n", i)), [Column("v", i, BASE_MS)])
+        _put(table_client, table, "a", range(30))
         wait_for(lambda: {_n(r) for r in processor.records} == set(range(30)), "the first 30 writes",
                  workers=[worker])
         ctl.add_fault("/tunnel/heartbeat", "OTSResourceGone", status=410, message="client timed out", count=1)
         wait_for(lambda: worker.metrics.reconnects >= 1 and len(worker.owned_channels()) == 2,
                  "a reconnect with a new client id", workers=[worker])
         assert worker.client_id not in (None, first_client)
-        for i in range(30, 60):
-            table_client.put_row(table, (("pk", "a"), ("n", i)), [Column("v", i, BASE_MS)])
+        _put(table_client, table, "a", range(30, 60))
         wait_for(lambda: {_n(r) for r in processor.records} == set(range(60)), "all 60 writes",
                  workers=[worker])
     assert worker.error is None and ctl.state()["faults"] == []
@@ -174,8 +179,7 @@ def test_local_heartbeat_watchdog_reconnects(
     emulator: EmulatorProcess, table_client: Any, tunnel_client: TunnelClient, unique: str
 ) -> None:
     table = f"{unique}h"
-    table_client.create_table(table_schema(table))
-    tunnel_id = tunnel_client.create_tunnel(table, "h", TunnelType.STREAM)
+    tunnel_id = _stream_tunnel(table_client, tunnel_client, table, "h")
     processor = RecordingProcessor()
     with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config()) as worker:
         wait_for(lambda: len(worker.owned_channels()) == 2, "two stream channels", workers=[worker])
@@ -184,8 +188,7 @@ def test_local_heartbeat_watchdog_reconnects(
         # succeeds for longer than the 3 s heartbeat timeout, so the watchdog must give up the session.
         emulator.control.add_fault("/tunnel/heartbeat", "OTSInternalServerError", status=500, count=15)
         wait_for(lambda: worker.metrics.reconnects >= 1, "the watchdog to drop the session", workers=[worker])
-        for i in range(20):
-            table_client.put_row(table, (("pk", "b"), ("n", i)), [Column("v", i, BASE_MS)])
+        _put(table_client, table, "b", range(20))
         wait_for(lambda: {_n(r) for r in processor.records} == set(range(20)), "the writes after reconnecting",
                  workers=[worker])
         assert worker.client_id not in (None, first_client)
@@ -196,14 +199,12 @@ def test_closing_channel_stops_flushes_and_reports_close(
     table_client: Any, tunnel_client: TunnelClient, unique: str
 ) -> None:
     table = f"{unique}c"
-    table_client.create_table(table_schema(table))
-    tunnel_id = tunnel_client.create_tunnel(table, "c", TunnelType.STREAM)
+    tunnel_id = _stream_tunnel(table_client, tunnel_client, table, "c")
     processor = RecordingProcessor()
     # Periodic checkpoints effectively off: only the flush on close can store progress.
     with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config(checkpoint_interval_s=3600)) as worker:
         wait_for(lambda: len(worker.owned_channels()) == 2, "two stream channels", workers=[worker])
-        for i in range(30):
-            table_client.put_row(table, (("pk", "c"), ("n", i)), [Column("v", i, BASE_MS)])
+        _put(table_client, table, "c", range(30))
         wait_for(lambda: len(processor.records) == 30, "the writes", workers=[worker])
         target = processor.batches[0][0]  # the channel that got the writes (one partition key)
         delivered_on_target = sum(len(b) for cid, b in processor.batches if cid == target)
@@ -228,8 +229,7 @@ def test_deleted_tunnel_is_fatal_with_advice(table_client: Any, tunnel_client: T
     assert missing.value.code == "OTSParameterInvalid" and "does not exist" in str(missing.value)
 
     table = f"{unique}d"
-    table_client.create_table(table_schema(table))
-    tunnel_id = tunnel_client.create_tunnel(table, "d", TunnelType.STREAM)
+    tunnel_id = _stream_tunnel(table_client, tunnel_client, table, "d")
     running = TunnelWorker(tunnel_client, tunnel_id, RecordingProcessor(), fast_config()).start()
     wait_for(lambda: len(running.owned_channels()) == 2, "two stream channels", workers=[running])
     tunnel_client.delete_tunnel(table, "d")

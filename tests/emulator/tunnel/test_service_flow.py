@@ -6,6 +6,22 @@ import pytest
 from tunnel_emu_helpers import CLOSE, FINISHED, OPEN, TERMINATED, CallError, Env, decode_pk_col, delete, put
 
 
+def _table_with_rows(env: Env, rows: int) -> str:
+    """A new table holding rows 0..rows-1, each with the value "x"."""
+    table = env.create_table()
+    for i in range(rows):
+        put(env.store, table, i, "x")
+    return table
+
+
+def _one_base_channel(env: Env, table: str, name: str) -> tuple[str, str, str]:
+    """A BaseData tunnel on a small table and a client that owns its single channel: (tunnel, client, channel)."""
+    tid = env.tunnel.create(table, name, 1)
+    cid = env.tunnel.connect(tid)
+    (ch,) = env.tunnel.heartbeat(tid, cid)
+    return tid, cid, ch
+
+
 def _finish(env: Env, tid: str, cid: str, channels: dict[str, tuple[int, int]]) -> dict[str, list[tuple[int, bytes]]]:
     """Drain every given channel to "finished" and report TERMINATED; returns records per channel."""
     out = {}
@@ -74,12 +90,8 @@ def test_base_and_stream_replay_is_exact(env: Env) -> None:
 
 
 def test_same_token_same_records_and_limits(env: Env) -> None:
-    table = env.create_table()
-    for i in range(9):
-        put(env.store, table, i, "x")
-    tid = env.tunnel.create(table, "b", 1)
-    cid = env.tunnel.connect(tid)
-    (ch,) = env.tunnel.heartbeat(tid, cid)
+    table = _table_with_rows(env, 9)
+    tid, cid, ch = _one_base_channel(env, table, "b")
     token, seq = env.tunnel.get_checkpoint(tid, cid, ch)
     assert seq == 0
     first = env.tunnel.read(tid, cid, ch, token)
@@ -153,9 +165,7 @@ def test_errors_create_describe(env: Env) -> None:
 
 
 def test_rebalance_between_clients(env: Env) -> None:
-    table = env.create_table()
-    for i in range(40):
-        put(env.store, table, i, "x")
+    table = _table_with_rows(env, 40)
     tid = env.tunnel.create(table, "b", 1)  # 4 base channels
     a = env.tunnel.connect(tid, tag="a")
     got_a = env.tunnel.heartbeat(tid, a)
@@ -199,9 +209,7 @@ def test_client_timeout_releases_channels(env: Env) -> None:
 
 
 def test_restart_keeps_state(env: Env) -> None:
-    table = env.create_table()
-    for i in range(15):
-        put(env.store, table, i, "x")
+    table = _table_with_rows(env, 15)
     tid = env.tunnel.create(table, "b", 3)
     a = env.tunnel.connect(tid)
     chans = env.tunnel.heartbeat(tid, a)
@@ -234,12 +242,8 @@ def test_recreated_table_does_not_leak_into_old_tunnel(env: Env) -> None:
 
 
 def test_finished_count_survives_restart_between_read_and_checkpoint(env: Env) -> None:
-    table = env.create_table()
-    for i in range(5):
-        put(env.store, table, i, "x")
-    tid = env.tunnel.create(table, "f", 1)
-    cid = env.tunnel.connect(tid)
-    (ch,) = env.tunnel.heartbeat(tid, cid)
+    table = _table_with_rows(env, 5)
+    tid, cid, ch = _one_base_channel(env, table, "f")
     token, _ = env.tunnel.get_checkpoint(tid, cid, ch)
     resp = env.tunnel.read(tid, cid, ch, token)
     assert resp.next_token == FINISHED and len(resp.records) == 5
