@@ -70,6 +70,26 @@ def _python_driver_pids(jvm_pid: int) -> list[int]:
     return pids
 
 
+def _live_members(pgid: int) -> list[int]:
+    """Processes of the group that are still running (zombies waiting to be reaped do not count)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _ppid, pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(pgrp) == pgid and state != "Z":
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def _wait_until_gone(pgid: int, timeout: float = 30) -> None:
+    """Wait for the killed group (JVM, Python driver and workers) to die completely before the next run."""
+    deadline = time.monotonic() + timeout
+    while _live_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def run_consumer(emulator: EmulatorProcess, args: Sequence[str], *, kill_when: str | None = None,
                  sigterm_driver: bool = False, timeout: float = 300) -> ConsumerRun:
     """``spark-submit --master local[2] consumer.py ARGS``; with ``kill_when`` (a regex), SIGKILL the whole
@@ -106,7 +126,7 @@ def run_consumer(emulator: EmulatorProcess, args: Sequence[str], *, kill_when: s
     finally:
         reader.join(10)
     if killed.is_set():
-        time.sleep(0.5)  # let the group die completely
+        _wait_until_gone(proc.pid)
     return ConsumerRun(proc.returncode, "".join(lines), killed.is_set())
 
 
