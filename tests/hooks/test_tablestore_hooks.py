@@ -212,7 +212,9 @@ def test_tunnel_hook_helpers(tablestore_conn: str, stream_table: str, tunnel_cli
     assert hook.find_tunnel(stream_table, "nope") is None
     tunnel_id = hook.create_tunnel(stream_table, "tun", TunnelType.STREAM)
     assert tunnel_client.describe_tunnel(stream_table, "tun").tunnel.tunnel_id == tunnel_id
-    assert hook.get_consume_point(stream_table, "tun") >= 0
+    # the tunnel's own consume point, as the client reads it (nothing consumed: no consumer runs here)
+    assert hook.get_consume_point(stream_table, "tun") == \
+        tunnel_client.describe_tunnel(stream_table, "tun").consume_point_ns
     check = hook.check_consume_point(stream_table, "tun", to_epoch_ns(datetime(2999, 1, 1)))
     assert not check.done and check.tunnel_id == tunnel_id
     assert hook.delete_tunnel(stream_table, "tun") is True
