@@ -58,6 +58,8 @@ class LeaseHolder:
         self._lease = lease
         self._lock = threading.Lock()
         self.lost = False
+        self.released = False  # handed over or freed: no more writes (a late renewal would bump the new
+        # owner's counter and make *its* next renewal fail)
         self.handoff_to = ""
 
     @property
@@ -65,15 +67,18 @@ class LeaseHolder:
         with self._lock:
             return self._lease
 
-    def _apply(self, op: Callable[[Lease], Lease]) -> Lease:
+    def _apply(self, op: Callable[[Lease], Lease], *, releases: bool = False) -> Lease:
         with self._lock:
             if self.lost:
                 raise LeaseLostError(f"lease of shard {self._lease.shard_id} is lost")
+            if self.released:
+                return self._lease  # no longer ours: writing would disturb the new owner's lease
             try:
                 self._lease = op(self._lease)
             except LeaseLostError:
                 self.lost = True
                 raise
+            self.released = releases
             return self._lease
 
     def note_stealer(self, stealer: str) -> None:
@@ -88,7 +93,7 @@ class LeaseHolder:
         return self._apply(lambda lease: self.manager.checkpoint(lease, value))
 
     def release(self) -> Lease:
-        return self._apply(lambda lease: self.manager.release(lease, self._current_stealer(lease)))
+        return self._apply(lambda lease: self.manager.release(lease, self._current_stealer(lease)), releases=True)
 
     def _current_stealer(self, lease: Lease) -> str:
         """The stealer still asking for the lease right now (a worker may have withdrawn at its shutdown)."""

@@ -225,9 +225,12 @@ class StreamWorker:
         self._observer.observe(leases, now)
         by_shard = {lease.shard_id: lease for lease in leases}
         with self._lock:
+            # A consumer may have handed its lease over after `leases` was read: its row is stale, so never
+            # adopt a shard that had a consumer this tick (the next tick reads fresh rows).
+            had_consumer = set(self._consumers)
             self._consumers = {k: c for k, c in self._consumers.items() if not (c.done and not c.busy)}
             for lease in leases:  # leases someone handed to us, or ours from before a restart
-                if lease.owner == self.worker_id and not lease.finished and lease.shard_id not in self._consumers:
+                if lease.owner == self.worker_id and not lease.finished and lease.shard_id not in had_consumer:
                     self._adopt(lease)
             for consumer in self._consumers.values():
                 row = by_shard.get(consumer.shard_id)
