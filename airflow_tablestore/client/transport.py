@@ -116,6 +116,9 @@ class Transport:
         # Environment settings (HTTP(S)_PROXY/NO_PROXY, REQUESTS_CA_BUNDLE) are resolved once here rather than
         # on every request (requests' per-request lookup, incl. ~/.netrc, costs ~0.4 ms per call).
         self._session.trust_env = False
+        # Uncompressed answers, as the official SDKs ask: x-ots-contentmd5 is the MD5 of the body as sent, and
+        # requests would otherwise accept gzip and check the MD5 against the decompressed bytes.
+        self._session.headers["Accept-Encoding"] = "identity"
         self._session.proxies = requests.utils.get_environ_proxies(self._base)
         ca_bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
         if ca_bundle:

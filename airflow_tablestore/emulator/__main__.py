@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import sqlite3
 import signal
 import sys
 import tempfile
@@ -12,6 +14,19 @@ from types import FrameType
 
 from airflow_tablestore.emulator.config import parse_args
 from airflow_tablestore.emulator.server import Emulator
+
+
+def prepare_data_dir(data_dir: str) -> str | None:
+    """Create ``data_dir`` (and its parents) if needed; a one-line problem description if it is unusable."""
+    try:
+        os.makedirs(data_dir, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create the data directory {data_dir!r}: {exc.strerror or exc}"
+    if not os.path.isdir(data_dir):
+        return f"the data directory {data_dir!r} exists but is not a directory"
+    if not os.access(data_dir, os.W_OK | os.X_OK):
+        return f"the data directory {data_dir!r} is not writable by this user"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +41,19 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = config.data_dir
     if data_dir is None:
         tmp = data_dir = tempfile.mkdtemp(prefix="tablestore-emulator-")
-    emulator = Emulator(config, data_dir)
+    else:
+        problem = prepare_data_dir(data_dir)
+        if problem:
+            print(f"tablestore-emulator: {problem}", file=sys.stderr)
+            return 2
+    try:
+        emulator = Emulator(config, data_dir)
+    except (OSError, sqlite3.Error) as exc:
+        print(f"tablestore-emulator: cannot start on {config.host}:{config.port} with data in {data_dir}: "
+              f"{exc}", file=sys.stderr)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return 2
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -17,8 +17,7 @@ from urllib.parse import urlsplit
 from airflow.sdk import BaseHook
 
 from airflow_tablestore.client.errors import TablestoreClientError
-from airflow_tablestore.get_provider_info import get_provider_info
-from airflow_tablestore.version_compat import AIRFLOW_V_3_2_PLUS
+from airflow_tablestore.version_compat import aextra_dejson, amask_secret
 
 log = logging.getLogger(__name__)
 
@@ -155,17 +154,6 @@ def parse_connection(
     )
 
 
-def ui_field_behaviour() -> dict[str, Any]:
-    """The ``get_ui_field_behaviour()`` form of the declarative ``ui-field-behaviour`` in provider info."""
-    (conn_type,) = (c for c in get_provider_info()["connection-types"] if c["connection-type"] == CONN_TYPE)
-    behaviour = conn_type["ui-field-behaviour"]
-    return {
-        "hidden_fields": list(behaviour["hidden-fields"]),
-        "relabeling": dict(behaviour["relabeling"]),
-        "placeholders": dict(behaviour["placeholders"]),
-    }
-
-
 class _Closable(Protocol):
     def close(self) -> None: ...
 
@@ -263,20 +251,11 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
         assert self._config is not None
         return self._config
 
-    if not AIRFLOW_V_3_2_PLUS:  # pragma: no cover - Airflow 3.1 builds the form from the hook
-
-        @classmethod
-        def get_ui_field_behaviour(cls) -> dict[str, Any]:
-            """Connection form behaviour for Airflow < 3.2 (same source as the declarative form)."""
-            return ui_field_behaviour()
-
     async def aget_config(self) -> TablestoreConnectionConfig:
         """Async :meth:`get_config` for triggers (uses ``aget_connection``; never blocks the event loop)."""
         if self._config is None:
-            from airflow.sdk.log import amask_secret
-
             conn = await self.aget_connection(self.tablestore_conn_id)
-            config = parse_connection(conn, await conn.aextra_dejson(), **self._overrides())
+            config = parse_connection(conn, await aextra_dejson(conn), **self._overrides())
             await amask_secret(config.access_key_secret)
             if config.sts_token:
                 await amask_secret(config.sts_token)

@@ -134,6 +134,15 @@ def test_md5_mismatch_is_rejected(scripted: Any) -> None:
     assert "MD5 mismatch" in str(info.value) and info.value.request_id == "req-scripted"
 
 
+def test_asks_for_uncompressed_answers(scripted: Any) -> None:
+    """x-ots-contentmd5 is over the body as sent: the client must not invite gzip (requests' default)."""
+    scripted.script(scripted.Reply(200, b""))
+    with _transport(scripted.endpoint) as transport:
+        transport.call("/ListTable", None, table_pb2.ListTableResponse, idempotent=True)
+    (seen,) = scripted.requests
+    assert seen.headers["accept-encoding"] == "identity"
+
+
 def test_missing_md5_is_accepted(scripted: Any) -> None:
     body = table_pb2.ListTableResponse(table_names=["a"]).SerializeToString()
     scripted.script(scripted.Reply(200, body, md5=""))

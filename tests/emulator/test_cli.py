@@ -7,6 +7,7 @@ import datetime as dt
 import hashlib
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,45 @@ def test_temp_data_dir_and_clean_shutdown(sig: int) -> None:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+def _run_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "airflow_tablestore.emulator", "--log-level", "WARNING", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_data_dir_is_created_with_its_parents(tmp_path: Path) -> None:
+    data_dir = tmp_path / "not" / "there" / "yet"
+    proc = subprocess.Popen([sys.executable, "-m", "airflow_tablestore.emulator", "--data-dir", str(data_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert "listening on http://127.0.0.1:" in proc.stdout.readline()
+        assert (data_dir / "emulator.sqlite3").exists()
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+@pytest.mark.parametrize("kind", ["file", "under-a-file", "not-creatable"])
+def test_unusable_data_dir_is_one_line(tmp_path: Path, kind: str) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    # /proc refuses new directories even to root (a read-only directory would not stop root)
+    target = {"file": blocker, "under-a-file": blocker / "sub", "not-creatable": Path("/proc/emulator-data")}[kind]
+    result = _run_cli("--data-dir", str(target))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("tablestore-emulator: ") and str(target) in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_port_in_use_is_one_line() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        result = _run_cli("--port", str(busy.getsockname()[1]))
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "cannot start on 127.0.0.1:" in result.stderr and "Traceback" not in result.stderr

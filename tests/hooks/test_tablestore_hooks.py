@@ -273,23 +273,27 @@ def test_to_epoch_ns(value: Any, expected: int) -> None:
     assert to_epoch_ns(value) == expected
 
 
-# -- connection form for Airflow < 3.2 ---------------------------------------------------------------
+# -- supported Airflow versions ------------------------------------------------------------------------
 
 
-def test_legacy_ui_field_behaviour_matches_declarative_form() -> None:
-    import importlib.util
-    from pathlib import Path
+@pytest.mark.parametrize("version", ["2.11.0", "3.0.6", "3.1.8"])
+def test_older_airflow_is_refused_in_one_actionable_line(version: str) -> None:
+    from airflow_tablestore.version_compat import UnsupportedAirflowError, check_airflow_version
 
-    import jsonschema
+    with pytest.raises(UnsupportedAirflowError) as info:
+        check_airflow_version(version)
+    message = str(info.value)
+    assert "\n" not in message and f"Airflow {version} is installed" in message and ">= 3.2.0" in message
 
-    from airflow_tablestore.hooks.base import ui_field_behaviour
-    from airflow_tablestore.version_compat import AIRFLOW_V_3_2_PLUS
 
-    behaviour = ui_field_behaviour()
-    spec = importlib.util.find_spec("airflow")
-    assert spec is not None and spec.origin is not None
-    schema = json.loads((Path(spec.origin).parent / "customized_form_field_behaviours.schema.json").read_text())
-    jsonschema.validate(behaviour, schema)
-    assert behaviour["relabeling"]["password"] == "AccessKey Secret"
-    # On Airflow >= 3.2 the hook must not define the deprecated method (it would warn at import).
-    assert ("get_ui_field_behaviour" not in TablestoreBaseHook.__dict__) == AIRFLOW_V_3_2_PLUS
+@pytest.mark.parametrize("version", ["3.2.0", "3.3.2", "3.4.0"])
+def test_supported_airflow_is_accepted(version: str) -> None:
+    from airflow_tablestore.version_compat import check_airflow_version
+
+    assert check_airflow_version(version) >= (3, 2, 0)
+
+
+def test_hook_has_no_legacy_form_methods() -> None:
+    """Airflow >= 3.2 reads the form from provider info; the deprecated hook methods would warn at import."""
+    assert "get_ui_field_behaviour" not in TablestoreBaseHook.__dict__
+    assert "get_connection_form_widgets" not in TablestoreBaseHook.__dict__
