@@ -1,11 +1,35 @@
-"""Root of the test suite: puts ``tests/`` on ``sys.path`` so that every test directory can import the shared
-helper modules that live here (``replication_helpers``)."""
+"""Root of the test suite.
+
+The emulator, clients and Airflow connection fixtures come from the package's own pytest plugin
+(``tablestore_emulator``, ``tablestore_client``, ``tablestore_tunnel_client``, ``tablestore_airflow_conn``); a
+directory that needs other emulator flags overrides ``tablestore_emulator`` in its conftest. Shared helper
+modules (``replication_helpers``, ``airflow_helpers``) are importable through ``pythonpath`` in pyproject.toml.
+
+Airflow is isolated before any test imports it: a temporary ``AIRFLOW_HOME`` (unless one is set) and no example
+DAGs; connections come from ``AIRFLOW_CONN_*`` variables, so no metadata DB is needed.
+"""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import atexit
+import os
+import shutil
+import tempfile
 
-_TESTS = str(Path(__file__).resolve().parent)
-if _TESTS not in sys.path:
-    sys.path.insert(0, _TESTS)
+import pytest
+
+if "AIRFLOW_HOME" not in os.environ:
+    _home = tempfile.mkdtemp(prefix="airflow-home-tablestore-tests-")
+    os.environ["AIRFLOW_HOME"] = _home
+    atexit.register(shutil.rmtree, _home, True)
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+
+
+@pytest.fixture
+def stream_table(tablestore_client: object) -> str:
+    """A fresh table with the stream enabled (schema: :func:`airflow_helpers.simple_schema`)."""
+    from airflow_helpers import simple_schema, unique
+
+    name = unique("t")
+    tablestore_client.create_table(simple_schema(name))  # type: ignore[attr-defined]
+    return name

@@ -1,6 +1,6 @@
 """Helpers shared by the replication tests (tunnel worker, stream worker, Spark driver, end to end).
 
-``tests/`` is on ``sys.path`` (see ``tests/conftest.py``), so test modules import this as
+``tests/`` is on ``sys.path`` (``pythonpath`` in pyproject.toml), so test modules import this as
 ``from replication_helpers import ...``.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -18,7 +18,6 @@ from airflow_tablestore import demo
 from airflow_tablestore.client.model import MAX_TIME_DEVIATION, ActionType, Record, RowWrite
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import TunnelClient
-from airflow_tablestore.emulator.testing import EmulatorProcess
 
 _names = itertools.count()
 
@@ -64,20 +63,8 @@ def stream_changes(records: Iterable[Record]) -> Counter[tuple[Any, ...]]:
     return Counter(change_key(r.action.name, r.primary_key, r.columns) for r in records if r.sequence is not None)
 
 
-# Fixtures over a module-scoped ``emulator`` fixture that each directory defines with its own tuning flags;
-# a conftest takes them with ``from replication_helpers import table_client, tunnel_client, unique``.
-
-@pytest.fixture(scope="module")
-def table_client(emulator: EmulatorProcess) -> Iterator[TableClient]:
-    with TableClient(**emulator.client_kwargs) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def tunnel_client(emulator: EmulatorProcess) -> Iterator[TunnelClient]:
-    with TunnelClient(**emulator.client_kwargs) as client:
-        yield client
-
+# The clients are the tablestore plugin's fixtures (tablestore_client, tablestore_tunnel_client) over the
+# module-scoped ``tablestore_emulator`` each directory's conftest defines with its own tuning flags.
 
 @pytest.fixture
 def unique() -> Callable[[str], str]:

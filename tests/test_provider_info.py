@@ -6,13 +6,9 @@ import importlib
 import importlib.metadata
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import jsonschema
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "airflow"))
-import tablestore_airflow_testing  # noqa: E402,F401 - isolates AIRFLOW_HOME before Airflow is imported
 
 import airflow_tablestore
 from airflow_tablestore.get_provider_info import get_provider_info

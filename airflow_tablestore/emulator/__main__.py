@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import sqlite3
 import signal
+import sqlite3
 import sys
 import tempfile
 import threading

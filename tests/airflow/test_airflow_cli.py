@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tablestore_airflow_testing import unique
+from airflow_helpers import unique
 
 from airflow_tablestore.hooks.tunnel import to_epoch_ns
 
@@ -27,14 +27,14 @@ AIRFLOW = [str(Path(sys.executable).parent / "airflow")]
 
 
 @pytest.fixture(scope="module")
-def airflow_env(tmp_path_factory: pytest.TempPathFactory, emulator: Any) -> dict[str, str]:
+def airflow_env(tmp_path_factory: pytest.TempPathFactory, tablestore_emulator: Any) -> dict[str, str]:
     home = tmp_path_factory.mktemp("airflow_home")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update({
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
-        "AIRFLOW_CONN_TABLESTORE_DEFAULT": emulator.airflow_connection_json(),
+        "AIRFLOW_CONN_TABLESTORE_DEFAULT": tablestore_emulator.airflow_connection_json(),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
     })
     return env
@@ -55,12 +55,12 @@ def test_providers_list_shows_the_package_with_its_version(airflow_env: dict[str
 
 
 @pytest.mark.slow
-def test_connections_test_uses_the_hook(airflow_env: dict[str, str], emulator: Any) -> None:
+def test_connections_test_uses_the_hook(airflow_env: dict[str, str], tablestore_emulator: Any) -> None:
     env = dict(airflow_env, AIRFLOW__CORE__TEST_CONNECTION="Enabled")
     ok = _run(env, "connections", "test", "tablestore_default")
     assert ok.returncode == 0 and "Connection success!" in ok.stdout, ok.stdout[-2000:] + ok.stderr[-2000:]
 
-    bad = json.loads(emulator.airflow_connection_json())
+    bad = json.loads(tablestore_emulator.airflow_connection_json())
     bad["password"] = "cli-wrong-secret-0987"
     env["AIRFLOW_CONN_TABLESTORE_BAD"] = json.dumps(bad)
     failed = _run(env, "connections", "test", "tablestore_bad")
@@ -107,7 +107,7 @@ def migrated_env(airflow_env: dict[str, str]) -> Iterator[dict[str, str]]:
 
 @pytest.mark.slow
 def test_dags_test_create_table_tunnel_and_deferred_sensor(
-    migrated_env: dict[str, str], emulator: Any, tunnel_client: Any
+    migrated_env: dict[str, str], tablestore_emulator: Any, tablestore_tunnel_client: Any
 ) -> None:
     """create table -> create tunnel -> deferrable sensor, the trigger run inline by ``airflow dags test``.
 
@@ -126,13 +126,13 @@ def test_dags_test_create_table_tunnel_and_deferred_sensor(
     worker = None
     try:
         assert output.wait_for("Deferring", timeout=240), output.text[-5000:]
-        description = tunnel_client.describe_tunnel(table, tunnel)
+        description = tablestore_tunnel_client.describe_tunnel(table, tunnel)
         assert description.consume_point_ns < to_epoch_ns(cutoff)  # the sensor is really waiting
 
-        emulator.control.advance_time(2 * 3600)
+        tablestore_emulator.control.advance_time(2 * 3600)
         config = TunnelWorkerConfig(heartbeat_interval_s=0.5, heartbeat_timeout_s=30.0, checkpoint_interval_s=0.2,
                                     allow_short_intervals=True)
-        worker = TunnelWorker(tunnel_client, description.tunnel.tunnel_id,
+        worker = TunnelWorker(tablestore_tunnel_client, description.tunnel.tunnel_id,
                               CallbackProcessor(lambda records, ctx: None), config).start()
         rc = proc.wait(timeout=300)
     finally:
@@ -147,4 +147,4 @@ def test_dags_test_create_table_tunnel_and_deferred_sensor(
     assert "reached the cutoff" in text, text[-5000:]
     finished = [line for line in text.splitlines() if "DagRun Finished" in line]
     assert finished and "state=success" in finished[-1], text[-5000:]
-    assert tunnel_client.describe_tunnel(table, tunnel).consume_point_ns >= to_epoch_ns(cutoff)
+    assert tablestore_tunnel_client.describe_tunnel(table, tunnel).consume_point_ns >= to_epoch_ns(cutoff)

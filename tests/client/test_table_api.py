@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -536,9 +535,6 @@ print("done", len(ops))
 
 
 def _oracle_python() -> Path:
-    root = Path(__file__).resolve().parents[2]
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
     from benchmarks.oracle import OracleUnavailable, ensure_oracle_venv
 
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replication_helpers import table_client, tunnel_client, unique  # noqa: F401 - shared fixtures
+from replication_helpers import unique  # noqa: F401 - shared fixture
 
 from airflow_tablestore.client.model import Record
 from airflow_tablestore.emulator.testing import EmulatorProcess
@@ -25,19 +25,19 @@ BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorProcess]:
+def tablestore_emulator() -> Iterator[EmulatorProcess]:
     with EmulatorProcess(extra_args=["--base-channel-rows", "500", "--stream-partitions", "2",
                                      "--max-read-records", "50"]) as emu:
         yield emu
 
 
-def consumer_env(emulator: EmulatorProcess) -> dict[str, str]:
+def consumer_env(tablestore_emulator: EmulatorProcess) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TABLESTORE_")}
     env.update({
-        "TABLESTORE_ENDPOINT": emulator.endpoint,
-        "TABLESTORE_INSTANCE": emulator.instance,
-        "TABLESTORE_ACCESS_KEY_ID": emulator.access_key_id,
-        "TABLESTORE_ACCESS_KEY_SECRET": emulator.access_key_secret,
+        "TABLESTORE_ENDPOINT": tablestore_emulator.endpoint,
+        "TABLESTORE_INSTANCE": tablestore_emulator.instance,
+        "TABLESTORE_ACCESS_KEY_ID": tablestore_emulator.access_key_id,
+        "TABLESTORE_ACCESS_KEY_SECRET": tablestore_emulator.access_key_secret,
         "PATH": str(BIN) + os.pathsep + env.get("PATH", ""),
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
@@ -90,14 +90,14 @@ def _wait_until_gone(pgid: int, timeout: float = 30) -> None:
         time.sleep(0.05)
 
 
-def run_consumer(emulator: EmulatorProcess, args: Sequence[str], *, kill_when: str | None = None,
+def run_consumer(tablestore_emulator: EmulatorProcess, args: Sequence[str], *, kill_when: str | None = None,
                  sigterm_driver: bool = False, timeout: float = 300) -> ConsumerRun:
     """``spark-submit --master local[2] consumer.py ARGS``; with ``kill_when`` (a regex), SIGKILL the whole
     process group (JVM, Python driver, Python workers) as soon as a log line matches — or, with
     ``sigterm_driver``, send SIGTERM to the Python driver only (what a container stop does)."""
     cmd = [str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
            "--driver-java-options", FAST_JVM, application_path(), *args]
-    proc = subprocess.Popen(cmd, env=consumer_env(emulator), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(cmd, env=consumer_env(tablestore_emulator), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     lines: list[str] = []
     killed = threading.Event()

@@ -46,9 +46,9 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
-def _run(spark: Any, emulator: EmulatorProcess, path: Path, *argv: str) -> JobSummary:
-    settings = TablestoreSettings(emulator.endpoint, emulator.instance, emulator.access_key_id,
-                                  emulator.access_key_secret)
+def _run(spark: Any, tablestore_emulator: EmulatorProcess, path: Path, *argv: str) -> JobSummary:
+    settings = TablestoreSettings(tablestore_emulator.endpoint, tablestore_emulator.instance, tablestore_emulator.access_key_id,
+                                  tablestore_emulator.access_key_secret)
     options = parse_args([*argv, "--sink", "parquet", "--sink-path", str(path), "--heartbeat-interval", "1",
                           "--records-per-channel", "60", "--idle-wait", "0.2"])
     job = ConsumerJob(options, settings, ParquetSink(str(path)), lambda: spark)
@@ -58,21 +58,21 @@ def _run(spark: Any, emulator: EmulatorProcess, path: Path, *argv: str) -> JobSu
         job.close()
 
 
-def test_successive_cutoffs_union_is_exact(spark: Any, emulator: EmulatorProcess, table_client: TableClient,
-                                           tunnel_client: TunnelClient, unique: Any, tmp_path: Path) -> None:
+def test_successive_cutoffs_union_is_exact(spark: Any, tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
+                                           tablestore_tunnel_client: TunnelClient, unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, 600)
-    base = demo.snapshot(table_client, src)
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 600)
+    base = demo.snapshot(tablestore_client, src)
     args = ["--table", src, "--tunnel", tunnel]
-    assert _run(spark, emulator, tmp_path, *args, "--phase", "full").records == 600
+    assert _run(spark, tablestore_emulator, tmp_path, *args, "--phase", "full").records == 600
 
     gone: set[int] = set()
-    before = demo.write_changes(table_client, src, 600, 200, offset=1, gone=gone)
+    before = demo.write_changes(tablestore_client, src, 600, 200, offset=1, gone=gone)
     t1 = datetime.now(UTC)
-    after = demo.write_changes(table_client, src, 600, 400, offset=2, gone=gone)
+    after = demo.write_changes(tablestore_client, src, 600, 400, offset=2, gone=gone)
     t2 = datetime.now(UTC)
 
-    first = _run(spark, emulator, tmp_path, *args, "--phase", "incremental", "--cutoff", t1.isoformat())
+    first = _run(spark, tablestore_emulator, tmp_path, *args, "--phase", "incremental", "--cutoff", t1.isoformat())
     got = stream_changes(arrow_to_records(read_change_log(str(tmp_path))))
     want_before = Counter(write_key(w) for w in before)
     want_all = want_before + Counter(write_key(w) for w in after)
@@ -81,7 +81,7 @@ def test_successive_cutoffs_union_is_exact(spark: Any, emulator: EmulatorProcess
     assert sum(got.values()) < len(before) + len(after), "the first run did not stop at T1"
     assert first.rounds >= 2
 
-    _run(spark, emulator, tmp_path, *args, "--phase", "incremental", "--cutoff", t2.isoformat())
+    _run(spark, tablestore_emulator, tmp_path, *args, "--phase", "incremental", "--cutoff", t2.isoformat())
     records = arrow_to_records(read_change_log(str(tmp_path)))
     assert stream_changes(records) == want_all  # nothing lost, nothing twice
     assert base_rows(records) == base

@@ -26,9 +26,9 @@ ROWS = 1200
 
 
 @pytest.fixture(scope="module")
-def airflow_env(emulator: EmulatorProcess, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def airflow_env(tablestore_emulator: EmulatorProcess, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     home = tmp_path_factory.mktemp("airflow-home")
-    env = demo.airflow_env(home, emulator, spark_master="local[2]")
+    env = demo.airflow_env(home, tablestore_emulator, spark_master="local[2]")
     env["_JAVA_OPTIONS"] = FAST_JVM  # picked up by the spark-submit JVM
     demo.run_cmd("airflow db migrate", [sys.executable, "-m", "airflow", "db", "migrate"], env, 300)
     return env
@@ -40,35 +40,35 @@ def _run(env: dict[str, str], conf: dict[str, Any], log: Path) -> tuple[str, lis
     return output, demo.consumer_summaries(output)
 
 
-def test_dag_replicates_into_a_tablestore_table(emulator: EmulatorProcess, table_client: TableClient,
+def test_dag_replicates_into_a_tablestore_table(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
                                                 airflow_env: dict[str, str], unique: Any, tmp_path: Path) -> None:
     src, dst, tunnel = unique("src"), unique("dst"), unique("tun")
-    demo.create_source_table(table_client, src)
-    demo.load_rows(table_client, src, ROWS)
+    demo.create_source_table(tablestore_client, src)
+    demo.load_rows(tablestore_client, src, ROWS)
     conf = {"source_table": src, "destination_table": dst, "tunnel_name": tunnel, "sink_type": "tablestore",
             "records_per_channel": 400, "heartbeat_interval": 1}
 
     _, first = _run(airflow_env, conf, tmp_path / "interval1.log")
     full = [s for s in first if s["phase"] == "full"]
     assert full and full[0]["records"] == ROWS and not full[0]["skipped"]
-    assert demo.compare(demo.snapshot(table_client, src), demo.snapshot(table_client, dst)) == []
+    assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
 
-    writes = demo.write_changes(table_client, src, ROWS, 300)
+    writes = demo.write_changes(tablestore_client, src, ROWS, 300)
     _, second = _run(airflow_env, conf, tmp_path / "interval2.log")
     assert [s["phase"] for s in second] == ["incremental"]  # the plan task skipped the finished full phase
     assert second[0]["records"] == len(writes)
-    assert demo.compare(demo.snapshot(table_client, src), demo.snapshot(table_client, dst)) == []
+    assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
 
 
-def test_dag_writes_an_exact_parquet_change_log(emulator: EmulatorProcess, table_client: TableClient,
-                                                tunnel_client: TunnelClient, airflow_env: dict[str, str],
+def test_dag_writes_an_exact_parquet_change_log(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
+                                                tablestore_tunnel_client: TunnelClient, airflow_env: dict[str, str],
                                                 unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
-    demo.create_source_table(table_client, src)
-    demo.load_rows(table_client, src, ROWS)
-    tunnel_client.create_tunnel(src, tunnel)  # the DAG's create_tunnel accepts the existing tunnel
-    base = demo.snapshot(table_client, src)
-    writes = demo.write_changes(table_client, src, ROWS, 300)  # after the tunnel's snapshot: stream records
+    demo.create_source_table(tablestore_client, src)
+    demo.load_rows(tablestore_client, src, ROWS)
+    tablestore_tunnel_client.create_tunnel(src, tunnel)  # the DAG's create_tunnel accepts the existing tunnel
+    base = demo.snapshot(tablestore_client, src)
+    writes = demo.write_changes(tablestore_client, src, ROWS, 300)  # after the tunnel's snapshot: stream records
     path = tmp_path / "changelog"
     conf = {"source_table": src, "destination_table": "unused", "tunnel_name": tunnel, "sink_type": "parquet",
             "parquet_path": str(path), "heartbeat_interval": 1}

@@ -176,14 +176,14 @@ def test_async_config_path(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- against the emulator ---------------------------------------------------------------------------
 
 
-def test_test_connection_ok_and_failure(tablestore_conn: str, emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    ok, message = TablestoreHook(tablestore_conn).test_connection()
+def test_test_connection_ok_and_failure(tablestore_airflow_conn: str, tablestore_emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ok, message = TablestoreHook(tablestore_airflow_conn).test_connection()
     assert ok, message
-    assert emulator.instance in message
-    ok, message = TablestoreTunnelHook(tablestore_conn).test_connection()
+    assert tablestore_emulator.instance in message
+    ok, message = TablestoreTunnelHook(tablestore_airflow_conn).test_connection()
     assert ok, message
 
-    bad = json.loads(emulator.airflow_connection_json())
+    bad = json.loads(tablestore_emulator.airflow_connection_json())
     bad["password"] = "wrong-secret-value-123"
     monkeypatch.setenv("AIRFLOW_CONN_TS_BAD", json.dumps(bad))
     ok, message = TablestoreHook("ts_bad").test_connection()
@@ -191,30 +191,30 @@ def test_test_connection_ok_and_failure(tablestore_conn: str, emulator: Any, mon
     assert "wrong-secret-value-123" not in message
 
 
-def test_table_hook_helpers(tablestore_conn: str, table_client: Any) -> None:
-    from tablestore_airflow_testing import simple_schema, unique
+def test_table_hook_helpers(tablestore_airflow_conn: str, tablestore_client: Any) -> None:
+    from airflow_helpers import simple_schema, unique
 
-    hook = TablestoreHook(tablestore_conn)
+    hook = TablestoreHook(tablestore_airflow_conn)
     name = unique("hook_t")
     assert hook.describe_table(name) is None
     hook.create_table(simple_schema(name))
-    assert name in table_client.list_tables()
+    assert name in tablestore_client.list_tables()
     assert hook.describe_table(name) is not None
     assert hook.dataset_uri(name).endswith(f"/{name}") and hook.dataset_uri(name).startswith("tablestore://")
     assert hook.delete_table(name) is True
     assert hook.delete_table(name) is False
-    assert name not in table_client.list_tables()
+    assert name not in tablestore_client.list_tables()
     hook.close()
 
 
-def test_tunnel_hook_helpers(tablestore_conn: str, stream_table: str, tunnel_client: Any) -> None:
-    hook = TablestoreTunnelHook(tablestore_conn)
+def test_tunnel_hook_helpers(tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any) -> None:
+    hook = TablestoreTunnelHook(tablestore_airflow_conn)
     assert hook.find_tunnel(stream_table, "nope") is None
     tunnel_id = hook.create_tunnel(stream_table, "tun", TunnelType.STREAM)
-    assert tunnel_client.describe_tunnel(stream_table, "tun").tunnel.tunnel_id == tunnel_id
+    assert tablestore_tunnel_client.describe_tunnel(stream_table, "tun").tunnel.tunnel_id == tunnel_id
     # the tunnel's own consume point, as the client reads it (nothing consumed: no consumer runs here)
     assert hook.get_consume_point(stream_table, "tun") == \
-        tunnel_client.describe_tunnel(stream_table, "tun").consume_point_ns
+        tablestore_tunnel_client.describe_tunnel(stream_table, "tun").consume_point_ns
     check = hook.check_consume_point(stream_table, "tun", to_epoch_ns(datetime(2999, 1, 1)))
     assert not check.done and check.tunnel_id == tunnel_id
     assert hook.delete_tunnel(stream_table, "tun") is True

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from tablestore_airflow_testing import simple_schema, unique
+from airflow_helpers import simple_schema, unique
 
 from airflow_tablestore.client.model import (
     MAX_TIME_DEVIATION,
@@ -46,54 +46,54 @@ def test_templated_fields_cover_conn_ids_and_names() -> None:
 # -- create / delete table --------------------------------------------------------------------------
 
 
-def test_create_table_then_idempotent_rerun(tablestore_conn: str, table_client: Any) -> None:
+def test_create_table_then_idempotent_rerun(tablestore_airflow_conn: str, tablestore_client: Any) -> None:
     name = unique("op_t")
     options = {"time_to_live": -1, "max_versions": 3, "max_time_deviation": 86400, "allow_update": True}
-    result = _create(name, tablestore_conn, options=options, stream={"enabled": True, "expiration_hours": 24},
+    result = _create(name, tablestore_airflow_conn, options=options, stream={"enabled": True, "expiration_hours": 24},
                      defined_columns=[("v", "double")]).execute(CTX)
     assert result["created"] is True and result["table_name"] == name
     assert result["uri"] == f"tablestore://emulator/{name}"
-    described = table_client.describe_table(name)
+    described = tablestore_client.describe_table(name)
     assert [c.name for c in described.schema.primary_key] == ["id", "seq"]
     assert described.schema.options.max_versions == 3
     assert described.stream.enabled
 
-    again = _create(name, tablestore_conn, options=options, stream=True, defined_columns=[("v", "double")]).execute(CTX)
+    again = _create(name, tablestore_airflow_conn, options=options, stream=True, defined_columns=[("v", "double")]).execute(CTX)
     assert again["created"] is False
 
 
-def test_create_table_with_different_schema_fails_naming_differences(tablestore_conn: str) -> None:
+def test_create_table_with_different_schema_fails_naming_differences(tablestore_airflow_conn: str) -> None:
     name = unique("op_t")
-    _create(name, tablestore_conn).execute(CTX)
+    _create(name, tablestore_airflow_conn).execute(CTX)
     with pytest.raises(TableSchemaMismatchError) as info:
-        _create(name, tablestore_conn, primary_key=[("id", "string")], options={"max_versions": 2}).execute(CTX)
+        _create(name, tablestore_airflow_conn, primary_key=[("id", "string")], options={"max_versions": 2}).execute(CTX)
     message = str(info.value)
     assert "primary key" in message and "max_versions" in message and name in message
 
 
-def test_create_table_requires_a_schema(tablestore_conn: str) -> None:
+def test_create_table_requires_a_schema(tablestore_airflow_conn: str) -> None:
     with pytest.raises(ValueError, match="primary_key is required"):
-        _create(unique("op_t"), tablestore_conn, primary_key=None).execute(CTX)
+        _create(unique("op_t"), tablestore_airflow_conn, primary_key=None).execute(CTX)
     with pytest.raises(ValueError, match="either primary_key or source_table"):
-        _create(unique("op_t"), tablestore_conn, source_table="x").execute(CTX)
+        _create(unique("op_t"), tablestore_airflow_conn, source_table="x").execute(CTX)
 
 
 def test_replica_copies_schema_options_stream_and_raises_time_deviation(
-    tablestore_conn: str, table_client: Any, emulator: Any, monkeypatch: pytest.MonkeyPatch
+    tablestore_airflow_conn: str, tablestore_client: Any, tablestore_emulator: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = unique("src")
-    table_client.create_table(TableSchema(
+    tablestore_client.create_table(TableSchema(
         name=source,
         primary_key=(PrimaryKeyColumn("pk", PrimaryKeyType.STRING), PrimaryKeyColumn("n", PrimaryKeyType.INTEGER)),
         options=TableOptions(time_to_live=-1, max_versions=5, max_time_deviation=3600),
         stream=StreamSpec(enabled=True, expiration_hours=48),
     ))
-    monkeypatch.setenv("AIRFLOW_CONN_TABLESTORE_SOURCE", emulator.airflow_connection_json())
+    monkeypatch.setenv("AIRFLOW_CONN_TABLESTORE_SOURCE", tablestore_emulator.airflow_connection_json())
     target = unique("replica")
     op = TablestoreCreateTableOperator(task_id="replica", table_name=target, source_table=source,
-                                       source_tablestore_conn_id="tablestore_source", tablestore_conn_id=tablestore_conn)
+                                       source_tablestore_conn_id="tablestore_source", tablestore_conn_id=tablestore_airflow_conn)
     assert op.execute(CTX)["created"] is True
-    replica = table_client.describe_table(target)
+    replica = tablestore_client.describe_table(target)
     assert [(c.name, c.type) for c in replica.schema.primary_key] == [
         ("pk", PrimaryKeyType.STRING), ("n", PrimaryKeyType.INTEGER)]
     assert replica.schema.options.max_versions == 5
@@ -103,20 +103,20 @@ def test_replica_copies_schema_options_stream_and_raises_time_deviation(
 
     with pytest.raises(ValueError, match="does not exist"):
         TablestoreCreateTableOperator(task_id="r2", table_name=unique("replica"), source_table=unique("missing"),
-                                      tablestore_conn_id=tablestore_conn).execute(CTX)
+                                      tablestore_conn_id=tablestore_airflow_conn).execute(CTX)
 
 
-def test_delete_table_is_idempotent(tablestore_conn: str, table_client: Any) -> None:
+def test_delete_table_is_idempotent(tablestore_airflow_conn: str, tablestore_client: Any) -> None:
     name = unique("op_t")
-    table_client.create_table(simple_schema(name, stream=False))
-    op = TablestoreDeleteTableOperator(task_id="drop", table_name=name, tablestore_conn_id=tablestore_conn)
+    tablestore_client.create_table(simple_schema(name, stream=False))
+    op = TablestoreDeleteTableOperator(task_id="drop", table_name=name, tablestore_conn_id=tablestore_airflow_conn)
     assert op.execute(CTX) is True
-    assert name not in table_client.list_tables()
+    assert name not in tablestore_client.list_tables()
     assert op.execute(CTX) is False
 
 
-def test_bad_connection_fails_with_the_field_named(monkeypatch: pytest.MonkeyPatch, emulator: Any) -> None:
-    conn = json.loads(emulator.airflow_connection_json())
+def test_bad_connection_fails_with_the_field_named(monkeypatch: pytest.MonkeyPatch, tablestore_emulator: Any) -> None:
+    conn = json.loads(tablestore_emulator.airflow_connection_json())
     conn["extra"] = {}
     monkeypatch.setenv("AIRFLOW_CONN_TS_NOINST", json.dumps(conn))
     with pytest.raises(ValueError, match="instance_name"):
@@ -131,13 +131,13 @@ def _tunnel_op(table: str, name: str, conn: str, **kwargs: Any) -> TablestoreCre
                                           tablestore_conn_id=conn, **kwargs)
 
 
-def test_create_tunnel_returns_id_and_is_idempotent(tablestore_conn: str, stream_table: str, tunnel_client: Any) -> None:
-    tunnel_id = _tunnel_op(stream_table, "t1", tablestore_conn).execute(CTX)
-    described = tunnel_client.describe_tunnel(stream_table, "t1")
+def test_create_tunnel_returns_id_and_is_idempotent(tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any) -> None:
+    tunnel_id = _tunnel_op(stream_table, "t1", tablestore_airflow_conn).execute(CTX)
+    described = tablestore_tunnel_client.describe_tunnel(stream_table, "t1")
     assert described.tunnel.tunnel_id == tunnel_id
     assert described.tunnel.tunnel_type == TunnelType.BASE_AND_STREAM
-    assert _tunnel_op(stream_table, "t1", tablestore_conn).execute(CTX) == tunnel_id
-    assert len([t for t in tunnel_client.list_tunnels(stream_table) if t.tunnel_name == "t1"]) == 1
+    assert _tunnel_op(stream_table, "t1", tablestore_airflow_conn).execute(CTX) == tunnel_id
+    assert len([t for t in tablestore_tunnel_client.list_tunnels(stream_table) if t.tunnel_name == "t1"]) == 1
 
 
 @pytest.mark.parametrize("given", [None, TunnelType.BASE_DATA, "Stream"])
@@ -150,53 +150,53 @@ def test_tunnel_type_survives_template_rendering(given: TunnelType | str | None)
     assert TunnelType(rendered) is TunnelType(given or TunnelType.BASE_AND_STREAM)
 
 
-def test_create_tunnel_type_conflict_and_invalid_type(tablestore_conn: str, stream_table: str) -> None:
-    _tunnel_op(stream_table, "t2", tablestore_conn, tunnel_type="Stream").execute(CTX)
+def test_create_tunnel_type_conflict_and_invalid_type(tablestore_airflow_conn: str, stream_table: str) -> None:
+    _tunnel_op(stream_table, "t2", tablestore_airflow_conn, tunnel_type="Stream").execute(CTX)
     with pytest.raises(Exception, match="already exists with type Stream, wanted BaseData"):
-        _tunnel_op(stream_table, "t2", tablestore_conn, tunnel_type=TunnelType.BASE_DATA).execute(CTX)
+        _tunnel_op(stream_table, "t2", tablestore_airflow_conn, tunnel_type=TunnelType.BASE_DATA).execute(CTX)
     with pytest.raises(ValueError, match="tunnel_type must be one of"):
-        _tunnel_op(stream_table, "t3", tablestore_conn, tunnel_type="Everything").execute(CTX)
+        _tunnel_op(stream_table, "t3", tablestore_airflow_conn, tunnel_type="Everything").execute(CTX)
 
 
-def test_create_stream_tunnel_with_templated_offsets(tablestore_conn: str, stream_table: str, tunnel_client: Any) -> None:
+def test_create_stream_tunnel_with_templated_offsets(tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any) -> None:
     start = datetime.now(UTC) - timedelta(seconds=5)
     end = start + timedelta(hours=1)
-    tunnel_id = _tunnel_op(stream_table, "backfill", tablestore_conn, tunnel_type="Stream",
+    tunnel_id = _tunnel_op(stream_table, "backfill", tablestore_airflow_conn, tunnel_type="Stream",
                            stream_start=start.isoformat(), stream_end=end.isoformat()).execute(CTX)
-    info = tunnel_client.describe_tunnel(stream_table, "backfill").tunnel
+    info = tablestore_tunnel_client.describe_tunnel(stream_table, "backfill").tunnel
     assert info.tunnel_id == tunnel_id and info.tunnel_type == TunnelType.STREAM
 
 
-def test_create_tunnel_on_missing_table_fails(tablestore_conn: str) -> None:
+def test_create_tunnel_on_missing_table_fails(tablestore_airflow_conn: str) -> None:
     from airflow_tablestore.client.errors import TablestoreServiceError
 
     with pytest.raises(TablestoreServiceError):
-        _tunnel_op(unique("missing"), "t", tablestore_conn).execute(CTX)
+        _tunnel_op(unique("missing"), "t", tablestore_airflow_conn).execute(CTX)
 
 
-def test_delete_tunnel_is_idempotent(tablestore_conn: str, stream_table: str, tunnel_client: Any) -> None:
-    tunnel_client.create_tunnel(stream_table, "gone", TunnelType.STREAM)
+def test_delete_tunnel_is_idempotent(tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any) -> None:
+    tablestore_tunnel_client.create_tunnel(stream_table, "gone", TunnelType.STREAM)
     op = TablestoreDeleteTunnelOperator(task_id="dt", table_name=stream_table, tunnel_name="gone",
-                                        tablestore_conn_id=tablestore_conn)
+                                        tablestore_conn_id=tablestore_airflow_conn)
     assert op.execute(CTX) is True
-    assert [t for t in tunnel_client.list_tunnels(stream_table) if t.tunnel_name == "gone"] == []
+    assert [t for t in tablestore_tunnel_client.list_tunnels(stream_table) if t.tunnel_name == "gone"] == []
     assert op.execute(CTX) is False
     missing_table = TablestoreDeleteTunnelOperator(task_id="dt2", table_name=unique("missing"), tunnel_name="x",
-                                                   tablestore_conn_id=tablestore_conn)
+                                                   tablestore_conn_id=tablestore_airflow_conn)
     assert missing_table.execute(CTX) is False
 
 
 # -- lineage ----------------------------------------------------------------------------------------
 
 
-def test_openlineage_facets_without_the_optional_dependency(tablestore_conn: str) -> None:
+def test_openlineage_facets_without_the_optional_dependency(tablestore_airflow_conn: str) -> None:
     if importlib.util.find_spec("airflow.providers.openlineage") is not None:
         pytest.skip("OpenLineage provider installed")
-    assert _create("lineage_t", tablestore_conn).get_openlineage_facets_on_complete(None) is None
+    assert _create("lineage_t", tablestore_airflow_conn).get_openlineage_facets_on_complete(None) is None
 
 
 def test_openlineage_dataset_names(
-    tablestore_conn: str, emulator: Any, monkeypatch: pytest.MonkeyPatch
+    tablestore_airflow_conn: str, tablestore_emulator: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Stand-ins for the OpenLineage classes (optional dependency) record what the operator builds."""
     import sys
@@ -207,14 +207,14 @@ def test_openlineage_dataset_names(
     extractors.OperatorLineage = SimpleNamespace  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "airflow.providers.common.compat.openlineage.facet", facet)
     monkeypatch.setitem(sys.modules, "airflow.providers.openlineage.extractors", extractors)
-    monkeypatch.setenv("AIRFLOW_CONN_TABLESTORE_OTHER", emulator.airflow_connection_json())
+    monkeypatch.setenv("AIRFLOW_CONN_TABLESTORE_OTHER", tablestore_emulator.airflow_connection_json())
 
     replica = TablestoreCreateTableOperator(task_id="r", table_name="dst", source_table="src",
                                             source_tablestore_conn_id="tablestore_other",
-                                            tablestore_conn_id=tablestore_conn)
+                                            tablestore_conn_id=tablestore_airflow_conn)
     lineage = replica.get_openlineage_facets_on_complete(None)
     assert lineage.inputs == [("tablestore://emulator", "src")]
     assert lineage.outputs == [("tablestore://emulator", "dst")]
-    tunnel = _tunnel_op("src", "tn", tablestore_conn).get_openlineage_facets_on_complete(None)
+    tunnel = _tunnel_op("src", "tn", tablestore_airflow_conn).get_openlineage_facets_on_complete(None)
     assert tunnel.inputs == [("tablestore://emulator", "src")] and tunnel.outputs == []
     assert dataset_namespace("inst") == "tablestore://inst"

@@ -1,10 +1,16 @@
-"""Airflow-layer test fixtures, shared with tests/airflow (isolated AIRFLOW_HOME, emulator, connections)."""
+"""The sensor tests move the emulator's clock (retention expiry): they get an emulator of their own, so the
+shared session emulator of the other Airflow-layer tests keeps real time."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from collections.abc import Iterator
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "airflow"))
+import pytest
 
-from tablestore_airflow_testing import *  # noqa: E402,F403
+from airflow_tablestore.emulator.testing import EmulatorProcess
+
+
+@pytest.fixture(scope="module")
+def tablestore_emulator() -> Iterator[EmulatorProcess]:
+    with EmulatorProcess() as emulator:
+        yield emulator

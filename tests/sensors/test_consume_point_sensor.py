@@ -13,7 +13,7 @@ from airflow.sdk.exceptions import (
     AirflowSkipException,
     TaskDeferred,
 )
-from tablestore_airflow_testing import unique
+from airflow_helpers import unique
 
 from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.hooks.tunnel import to_epoch_ns
@@ -58,46 +58,46 @@ def test_template_fields_and_default_deferrable_follows_config() -> None:
 
 
 @pytest.fixture
-def stream_tunnel(stream_table: str, tunnel_client: Any) -> tuple[str, str]:
-    tunnel_client.create_tunnel(stream_table, "st", TunnelType.STREAM)
+def stream_tunnel(stream_table: str, tablestore_tunnel_client: Any) -> tuple[str, str]:
+    tablestore_tunnel_client.create_tunnel(stream_table, "st", TunnelType.STREAM)
     return stream_table, "st"
 
 
-def test_poke_false_then_true(tablestore_conn: str, stream_tunnel: tuple[str, str]) -> None:
+def test_poke_false_then_true(tablestore_airflow_conn: str, stream_tunnel: tuple[str, str]) -> None:
     table, tunnel = stream_tunnel
-    waiting = _sensor(table, tunnel, tablestore_conn, cutoff=FUTURE).poke(NO_CONTEXT)
+    waiting = _sensor(table, tunnel, tablestore_airflow_conn, cutoff=FUTURE).poke(NO_CONTEXT)
     assert waiting.is_done is False and waiting.xcom_value is None
     # The tunnel's starting consume point is its creation time, which is past a cutoff in 2000.
-    done = _sensor(table, tunnel, tablestore_conn, cutoff=PAST).poke(NO_CONTEXT)
+    done = _sensor(table, tunnel, tablestore_airflow_conn, cutoff=PAST).poke(NO_CONTEXT)
     assert done.is_done is True and done.xcom_value is not None
     assert done.xcom_value["consume_point_ns"] >= to_epoch_ns(PAST)
 
 
-def test_poke_fails_fast_on_missing_tunnel(tablestore_conn: str, stream_table: str) -> None:
+def test_poke_fails_fast_on_missing_tunnel(tablestore_airflow_conn: str, stream_table: str) -> None:
     with pytest.raises(AirflowFailException, match="does not exist"):
-        _sensor(stream_table, unique("missing"), tablestore_conn, cutoff=PAST).poke(NO_CONTEXT)
+        _sensor(stream_table, unique("missing"), tablestore_airflow_conn, cutoff=PAST).poke(NO_CONTEXT)
 
 
 def test_expired_tunnel_fails_fast_with_advice(
-    tablestore_conn: str, stream_tunnel: tuple[str, str], table_client: Any, emulator: Any
+    tablestore_airflow_conn: str, stream_tunnel: tuple[str, str], tablestore_client: Any, tablestore_emulator: Any
 ) -> None:
     table, tunnel = stream_tunnel
-    table_client.put_row(table, (("id", "x"), ("seq", 1)), [("v", 1)])
-    control = emulator.control
+    tablestore_client.put_row(table, (("id", "x"), ("seq", 1)), [("v", 1)])
+    control = tablestore_emulator.control
     control.set_retention(table, 1)
     control.advance_time(3 * 3600)  # nobody consumed: the retention trims the change the tunnel still needed
     control.trim(table)
     with pytest.raises(AirflowFailException, match="expired.*delete and recreate"):
-        _sensor(table, tunnel, tablestore_conn, cutoff=PAST).poke(NO_CONTEXT)
+        _sensor(table, tunnel, tablestore_airflow_conn, cutoff=PAST).poke(NO_CONTEXT)
     with pytest.raises(AirflowFailException, match="expired"):
-        _sensor(table, tunnel, tablestore_conn, cutoff=FUTURE, deferrable=True).execute(NO_CONTEXT)
+        _sensor(table, tunnel, tablestore_airflow_conn, cutoff=FUTURE, deferrable=True).execute(NO_CONTEXT)
 
 
 def test_deferrable_execute_defers_with_complete_hook_configuration(
-    tablestore_conn: str, stream_tunnel: tuple[str, str]
+    tablestore_airflow_conn: str, stream_tunnel: tuple[str, str]
 ) -> None:
     table, tunnel = stream_tunnel
-    sensor = _sensor(table, tunnel, tablestore_conn, cutoff=FUTURE, deferrable=True, poke_interval=7,
+    sensor = _sensor(table, tunnel, tablestore_airflow_conn, cutoff=FUTURE, deferrable=True, poke_interval=7,
                      timeout=600, region="cn-test")
     with pytest.raises(TaskDeferred) as info:
         sensor.execute(NO_CONTEXT)
@@ -108,21 +108,21 @@ def test_deferrable_execute_defers_with_complete_hook_configuration(
     assert trigger.cutoff_ns == to_epoch_ns(FUTURE)
     assert trigger.poll_interval == 7 and trigger.max_wait_seconds == 600
     assert trigger.hook_params == sensor.hook.hook_params
-    assert trigger.hook_params["tablestore_conn_id"] == tablestore_conn
+    assert trigger.hook_params["tablestore_conn_id"] == tablestore_airflow_conn
     assert trigger.hook_params["region"] == "cn-test"
 
 
 def test_deferrable_execute_returns_at_once_when_already_done(
-    tablestore_conn: str, stream_tunnel: tuple[str, str]
+    tablestore_airflow_conn: str, stream_tunnel: tuple[str, str]
 ) -> None:
     table, tunnel = stream_tunnel
-    result = _sensor(table, tunnel, tablestore_conn, cutoff=PAST, deferrable=True).execute(NO_CONTEXT)
+    result = _sensor(table, tunnel, tablestore_airflow_conn, cutoff=PAST, deferrable=True).execute(NO_CONTEXT)
     assert result["consume_point_ns"] >= to_epoch_ns(PAST)
 
 
-def test_deferrable_execute_fails_fast_on_missing_tunnel(tablestore_conn: str, stream_table: str) -> None:
+def test_deferrable_execute_fails_fast_on_missing_tunnel(tablestore_airflow_conn: str, stream_table: str) -> None:
     with pytest.raises(AirflowFailException, match="does not exist"):
-        _sensor(stream_table, "nope", tablestore_conn, cutoff=FUTURE, deferrable=True).execute(NO_CONTEXT)
+        _sensor(stream_table, "nope", tablestore_airflow_conn, cutoff=FUTURE, deferrable=True).execute(NO_CONTEXT)
 
 
 # -- execute_complete -------------------------------------------------------------------------------
@@ -146,9 +146,9 @@ def test_execute_complete_error_and_timeout_raise() -> None:
         _sensor().execute_complete(NO_CONTEXT, None)
 
 
-def test_poke_mode_execute_returns_xcom(tablestore_conn: str, stream_tunnel: tuple[str, str]) -> None:
+def test_poke_mode_execute_returns_xcom(tablestore_airflow_conn: str, stream_tunnel: tuple[str, str]) -> None:
     table, tunnel = stream_tunnel
-    sensor = _sensor(table, tunnel, tablestore_conn, cutoff=PAST, deferrable=False, poke_interval=0.1,
+    sensor = _sensor(table, tunnel, tablestore_airflow_conn, cutoff=PAST, deferrable=False, poke_interval=0.1,
                      timeout=timedelta(seconds=60))
     context: Any = {"ti": SimpleNamespace(try_number=1)}
     result = sensor.execute(context)

@@ -45,9 +45,9 @@ def test_missing_credentials_exit_1(monkeypatch: pytest.MonkeyPatch, caplog: pyt
     assert "TABLESTORE_" in caplog.text and "never as command-line arguments" in caplog.text
 
 
-def test_missing_tunnel_exit_1_without_spark(emulator: EmulatorProcess, monkeypatch: pytest.MonkeyPatch,
+def test_missing_tunnel_exit_1_without_spark(tablestore_emulator: EmulatorProcess, monkeypatch: pytest.MonkeyPatch,
                                              caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
-    _env(monkeypatch, emulator.endpoint, emulator.access_key_secret)
+    _env(monkeypatch, tablestore_emulator.endpoint, tablestore_emulator.access_key_secret)
     with caplog.at_level(logging.INFO):
         code = consumer.run(["--table", "nope", "--tunnel", "nope", "--phase", "full", "--sink", "parquet",
                              "--sink-path", str(tmp_path)], spark_factory=_no_spark)
@@ -55,9 +55,9 @@ def test_missing_tunnel_exit_1_without_spark(emulator: EmulatorProcess, monkeypa
     assert "does not exist" in caplog.text
 
 
-def test_wrong_secret_is_reported_without_the_secret(emulator: EmulatorProcess, monkeypatch: pytest.MonkeyPatch,
+def test_wrong_secret_is_reported_without_the_secret(tablestore_emulator: EmulatorProcess, monkeypatch: pytest.MonkeyPatch,
                                                      caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
-    _env(monkeypatch, emulator.endpoint, SECRET)
+    _env(monkeypatch, tablestore_emulator.endpoint, SECRET)
     with caplog.at_level(logging.DEBUG):
         code = consumer.run(["--table", "t", "--tunnel", "x", "--phase", "full", "--sink", "parquet",
                              "--sink-path", str(tmp_path)], spark_factory=_no_spark)

@@ -38,33 +38,33 @@ def job(settings: TablestoreSettings, sink: Any, *argv: str, calls: list[int] | 
     return ConsumerJob(options, settings, sink, factory, runner=local_runner)
 
 
-def test_full_then_incremental_replicates_every_version(table_client: Any, tunnel_client: Any,
+def test_full_then_incremental_replicates_every_version(tablestore_client: Any, tablestore_tunnel_client: Any,
                                                         settings: TablestoreSettings, unique: Any) -> None:
     src, dst, tunnel = unique("src"), unique("dst"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, ROWS)
-    make_replica(table_client, src, dst)
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
+    make_replica(tablestore_client, src, dst)
     sink = TablestoreSink(settings, dst)
     base = ["--table", src, "--tunnel", tunnel, "--sink", "tablestore", "--sink-table", dst]
     summary = job(settings, sink, *base, "--phase", "full", "--records-per-channel", "250").run()
     assert summary.records == ROWS and summary.rounds >= 2 and not summary.skipped
-    desc = tunnel_client.describe_tunnel(src, tunnel)
+    desc = tablestore_tunnel_client.describe_tunnel(src, tunnel)
     assert desc.tunnel.stage == TunnelStage.PROCESS_STREAM
     assert all(c.status == ChannelStatus.TERMINATED for c in desc.channels if c.channel_type == "BaseData")
-    assert demo.compare(demo.snapshot(table_client, src), demo.snapshot(table_client, dst)) == []
+    assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
 
-    writes = demo.write_changes(table_client, src, ROWS, 250)
+    writes = demo.write_changes(tablestore_client, src, ROWS, 250)
     cutoff = datetime.now(UTC).isoformat()
     summary = job(settings, sink, *base, "--phase", "incremental", "--cutoff", cutoff).run()
     assert summary.records == len(writes)
-    assert demo.compare(demo.snapshot(table_client, src), demo.snapshot(table_client, dst)) == []
-    assert tunnel_client.describe_tunnel(src, tunnel).consume_point_ns >= \
+    assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
+    assert tablestore_tunnel_client.describe_tunnel(src, tunnel).consume_point_ns >= \
         int(datetime.fromisoformat(cutoff).timestamp() * 1e9) - 1000
 
 
-def test_done_phases_exit_without_starting_spark(table_client: Any, tunnel_client: Any,
+def test_done_phases_exit_without_starting_spark(tablestore_client: Any, tablestore_tunnel_client: Any,
                                                  settings: TablestoreSettings, unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, 50)
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 50)
     sink = ParquetSink(str(tmp_path))
     base = ["--table", src, "--tunnel", tunnel, "--sink", "parquet", "--sink-path", str(tmp_path)]
     calls: list[int] = []
@@ -78,17 +78,17 @@ def test_done_phases_exit_without_starting_spark(table_client: Any, tunnel_clien
     assert len(arrow_to_records(read_change_log(str(tmp_path)))) == 50
 
 
-def test_successive_cutoffs_give_exact_union(table_client: Any, tunnel_client: Any,
+def test_successive_cutoffs_give_exact_union(tablestore_client: Any, tablestore_tunnel_client: Any,
                                              settings: TablestoreSettings, unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, 300)
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 300)
     sink = ParquetSink(str(tmp_path))
     base = ["--table", src, "--tunnel", tunnel, "--sink", "parquet", "--sink-path", str(tmp_path)]
     job(settings, sink, *base, "--phase", "full").run()
     gone: set[int] = set()
-    before = demo.write_changes(table_client, src, 300, 120, offset=1, gone=gone)
+    before = demo.write_changes(tablestore_client, src, 300, 120, offset=1, gone=gone)
     t1 = datetime.now(UTC)
-    after = demo.write_changes(table_client, src, 300, 600, offset=2, gone=gone)  # > one read batch
+    after = demo.write_changes(tablestore_client, src, 300, 600, offset=2, gone=gone)  # > one read batch
     t2 = datetime.now(UTC)
 
     job(settings, sink, *base, "--phase", "incremental", "--cutoff", t1.isoformat(),
@@ -104,11 +104,11 @@ def test_successive_cutoffs_give_exact_union(table_client: Any, tunnel_client: A
     assert union == Counter(write_key(w) for w in before + after)  # nothing lost, nothing twice
 
 
-def test_max_parallel_channels_rotates_through_channels(table_client: Any, tunnel_client: Any,
+def test_max_parallel_channels_rotates_through_channels(tablestore_client: Any, tablestore_tunnel_client: Any,
                                                         settings: TablestoreSettings, unique: Any,
                                                         tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, ROWS)
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
     seen: list[int] = []
 
     def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
@@ -124,50 +124,50 @@ def test_max_parallel_channels_rotates_through_channels(table_client: Any, tunne
     assert len(arrow_to_records(read_change_log(str(tmp_path)))) == ROWS
 
 
-def test_missing_tunnel_is_a_clear_error(table_client: Any, settings: TablestoreSettings, unique: Any,
+def test_missing_tunnel_is_a_clear_error(tablestore_client: Any, settings: TablestoreSettings, unique: Any,
                                          tmp_path: Path) -> None:
     src = unique("src")
-    demo.create_source_table(table_client, src)
+    demo.create_source_table(tablestore_client, src)
     with pytest.raises(JobError, match="does not exist: create it first"):
         job(settings, ParquetSink(str(tmp_path)), "--table", src, "--tunnel", "nope", "--phase", "full",
             "--sink", "parquet", "--sink-path", str(tmp_path)).run()
 
 
-def test_incremental_before_full_is_refused(table_client: Any, tunnel_client: Any,
+def test_incremental_before_full_is_refused(tablestore_client: Any, tablestore_tunnel_client: Any,
                                             settings: TablestoreSettings, unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, 20)
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 20)
     with pytest.raises(JobError, match="run --phase full first"):
         job(settings, ParquetSink(str(tmp_path)), "--table", src, "--tunnel", tunnel, "--phase", "incremental",
             "--cutoff", datetime.now(UTC).isoformat(), "--sink", "parquet", "--sink-path", str(tmp_path)).run()
 
 
-def test_missing_sink_table_fails_before_reading(table_client: Any, tunnel_client: Any,
+def test_missing_sink_table_fails_before_reading(tablestore_client: Any, tablestore_tunnel_client: Any,
                                                  settings: TablestoreSettings, unique: Any) -> None:
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, 20)
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 20)
     calls: list[int] = []
     with pytest.raises(Exception, match="(?i)not exist|OTSObjectNotExist"):
         job(settings, TablestoreSink(settings, "no_such_table"), "--table", src, "--tunnel", tunnel,
             "--phase", "full", "--sink", "tablestore", "--sink-table", "no_such_table", calls=calls).run()
     assert calls == []
-    assert all(c.status != ChannelStatus.TERMINATED for c in tunnel_client.describe_tunnel(src, tunnel).channels)
+    assert all(c.status != ChannelStatus.TERMINATED for c in tablestore_tunnel_client.describe_tunnel(src, tunnel).channels)
 
 
-def test_lost_session_reconnects_and_replays_without_duplicates(emulator: Any, table_client: Any,
-                                                                tunnel_client: Any, settings: TablestoreSettings,
+def test_lost_session_reconnects_and_replays_without_duplicates(tablestore_emulator: Any, tablestore_client: Any,
+                                                                tablestore_tunnel_client: Any, settings: TablestoreSettings,
                                                                 unique: Any, tmp_path: Path) -> None:
     """The server forgets the client after the first round was written (time jumps past the client timeout):
     nothing of that round is checkpointed, the driver reconnects and replays it; the change log stays exact."""
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, ROWS)
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
     calls: list[int] = []
 
     def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
         rows = run_round_locally(plan)
         calls.append(len(rows))
         if len(calls) == 1:
-            emulator.control.advance_time(300)  # > --client-timeout 20
+            tablestore_emulator.control.advance_time(300)  # > --client-timeout 20
         return rows
 
     options = parse_args(["--table", src, "--tunnel", tunnel, "--phase", "full", "--sink", "parquet",
@@ -178,20 +178,20 @@ def test_lost_session_reconnects_and_replays_without_duplicates(emulator: Any, t
     records = arrow_to_records(read_change_log(str(tmp_path)))
     assert len(records) == ROWS
     assert len({r.primary_key for r in records}) == ROWS
-    assert tunnel_client.describe_tunnel(src, tunnel).tunnel.stage == TunnelStage.PROCESS_STREAM
+    assert tablestore_tunnel_client.describe_tunnel(src, tunnel).tunnel.stage == TunnelStage.PROCESS_STREAM
 
 
-def test_expired_tunnel_fails_clearly_without_spark(emulator: Any, table_client: Any, tunnel_client: Any,
+def test_expired_tunnel_fails_clearly_without_spark(tablestore_emulator: Any, tablestore_client: Any, tablestore_tunnel_client: Any,
                                                     settings: TablestoreSettings, unique: Any,
                                                     tmp_path: Path) -> None:
     """Run last in this module: it moves the emulator clock 3 hours forward."""
     src, tunnel = unique("src"), unique("tun")
-    make_source(table_client, tunnel_client, src, tunnel, 20)
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 20)
     sink = ParquetSink(str(tmp_path))
     base = ["--table", src, "--tunnel", tunnel, "--sink", "parquet", "--sink-path", str(tmp_path)]
     job(settings, sink, *base, "--phase", "full").run()
-    demo.write_changes(table_client, src, 20, 10)
-    control = emulator.control
+    demo.write_changes(tablestore_client, src, 20, 10)
+    control = tablestore_emulator.control
     control.set_retention(src, 1)
     control.advance_time(3 * 3600)
     control.trim(src)

@@ -11,71 +11,71 @@ from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
 from airflow_tablestore.spark.session import TunnelSession
 
 
-def _tunnel(table_client: Any, tunnel_client: TunnelClient, unique: Any, rows: int = 1200) -> tuple[str, str, str]:
+def _tunnel(tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: Any, rows: int = 1200) -> tuple[str, str, str]:
     src, name = unique("src"), unique("tun")
-    demo.create_source_table(table_client, src)
-    demo.load_rows(table_client, src, rows)
-    tunnel_id = tunnel_client.create_tunnel(src, name)
+    demo.create_source_table(tablestore_client, src)
+    demo.load_rows(tablestore_client, src, rows)
+    tunnel_id = tablestore_tunnel_client.create_tunnel(src, name)
     return src, name, tunnel_id
 
 
-def _owners(tunnel_client: TunnelClient, src: str, name: str) -> dict[str, tuple[ChannelStatus, str | None]]:
-    return {c.channel_id: (c.status, c.client_id) for c in tunnel_client.describe_tunnel(src, name).channels}
+def _owners(tablestore_tunnel_client: TunnelClient, src: str, name: str) -> dict[str, tuple[ChannelStatus, str | None]]:
+    return {c.channel_id: (c.status, c.client_id) for c in tablestore_tunnel_client.describe_tunnel(src, name).channels}
 
 
-def test_session_takes_channels_and_releases_them_on_rebalance(table_client: Any, tunnel_client: TunnelClient,
+def test_session_takes_channels_and_releases_them_on_rebalance(tablestore_client: Any, tablestore_tunnel_client: TunnelClient,
                                                                unique: Any) -> None:
-    src, name, tunnel_id = _tunnel(table_client, tunnel_client, unique)
-    session = TunnelSession(tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120)
+    src, name, tunnel_id = _tunnel(tablestore_client, tablestore_tunnel_client, unique)
+    session = TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120)
     session.start()
     try:
         mine = session.open_channels()
         assert len(mine) == 3  # 1200 rows / 400 rows per base channel
-        other = tunnel_client.connect(tunnel_id, timeout_s=120, client_tag="other")
-        tunnel_client.heartbeat(tunnel_id, other, [])
+        other = tablestore_tunnel_client.connect(tunnel_id, timeout_s=120, client_tag="other")
+        tablestore_tunnel_client.heartbeat(tunnel_id, other, [])
         for _ in range(4):  # CLOSING arrives, CLOSE is reported, the other client gets the channel
             session.heartbeat()
-            theirs = tunnel_client.heartbeat(tunnel_id, other, [])
+            theirs = tablestore_tunnel_client.heartbeat(tunnel_id, other, [])
         assert 0 < len(session.open_channels()) < 3
         assert any(c.status == ChannelStatus.OPEN for c in theirs)
         assert set(session.open_channels()).isdisjoint(c.channel_id for c in theirs)
-        tunnel_client.shutdown(tunnel_id, other)
+        tablestore_tunnel_client.shutdown(tunnel_id, other)
     finally:
         session.close()
-    assert all(owner is None for _, owner in _owners(tunnel_client, src, name).values())
+    assert all(owner is None for _, owner in _owners(tablestore_tunnel_client, src, name).values())
 
 
-def test_finished_channels_are_reported_terminated(table_client: Any, tunnel_client: TunnelClient,
+def test_finished_channels_are_reported_terminated(tablestore_client: Any, tablestore_tunnel_client: TunnelClient,
                                                    unique: Any) -> None:
-    src, name, tunnel_id = _tunnel(table_client, tunnel_client, unique, rows=300)
-    with TunnelSession(tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
+    src, name, tunnel_id = _tunnel(tablestore_client, tablestore_tunnel_client, unique, rows=300)
+    with TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
         (channel,) = session.open_channels()
         token, seq = session.get_checkpoint(channel)
         while token != FINISHED:
-            token = tunnel_client.read_records(tunnel_id, session.client_id, channel, token).next_token
+            token = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel, token).next_token
         assert session.commit(channel, session.get_checkpoint(channel)[0], seq, FINISHED)
         session.mark_finished(channel)
         assert channel not in session.open_channels()
         session.heartbeat()
         session.heartbeat()
-        status = _owners(tunnel_client, src, name)
+        status = _owners(tablestore_tunnel_client, src, name)
         assert status[channel][0] == ChannelStatus.TERMINATED
 
 
-def test_commit_recovers_from_a_stale_sequence_number(table_client: Any, tunnel_client: TunnelClient,
+def test_commit_recovers_from_a_stale_sequence_number(tablestore_client: Any, tablestore_tunnel_client: TunnelClient,
                                                       unique: Any) -> None:
-    src, name, tunnel_id = _tunnel(table_client, tunnel_client, unique, rows=300)
-    with TunnelSession(tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
+    src, name, tunnel_id = _tunnel(tablestore_client, tablestore_tunnel_client, unique, rows=300)
+    with TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
         (channel,) = session.open_channels()
         start, seq = session.get_checkpoint(channel)
-        result = tunnel_client.read_records(tunnel_id, session.client_id, channel, start)
+        result = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel, start)
         # Another checkpoint with the same token moved the sequence number on: ours is now stale.
-        tunnel_client.checkpoint(tunnel_id, session.client_id, channel, start, seq + 5)
+        tablestore_tunnel_client.checkpoint(tunnel_id, session.client_id, channel, start, seq + 5)
         assert session.commit(channel, start, seq, result.next_token)
         assert session.get_checkpoint(channel)[0] == result.next_token
         # A checkpoint moved on by someone else is kept, not overwritten.
-        later = tunnel_client.read_records(tunnel_id, session.client_id, channel, result.next_token).next_token
+        later = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel, result.next_token).next_token
         token, current = session.get_checkpoint(channel)
-        tunnel_client.checkpoint(tunnel_id, session.client_id, channel, later, current + 1)
+        tablestore_tunnel_client.checkpoint(tunnel_id, session.client_id, channel, later, current + 1)
         assert not session.commit(channel, start, seq, result.next_token)
         assert session.get_checkpoint(channel)[0] == later

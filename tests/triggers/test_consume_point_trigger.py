@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pytest
-from tablestore_airflow_testing import unique
+from airflow_helpers import unique
 
 from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, to_epoch_ns
@@ -49,26 +49,26 @@ def test_serialize_round_trip_keeps_complete_configuration() -> None:
 
 
 def test_success_once_a_real_consumer_passes_the_cutoff(
-    tablestore_conn: str, stream_table: str, table_client: Any, tunnel_client: Any
+    tablestore_airflow_conn: str, stream_table: str, tablestore_client: Any, tablestore_tunnel_client: Any
 ) -> None:
     from airflow_tablestore.client.worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
 
     # A change from before the tunnel existed: a Stream tunnel starts at "latest" and must not deliver it.
-    table_client.put_row(stream_table, (("id", "before"), ("seq", -1)), [("v", -1)])
-    tunnel_id = tunnel_client.create_tunnel(stream_table, "tr", TunnelType.STREAM)
+    tablestore_client.put_row(stream_table, (("id", "before"), ("seq", -1)), [("v", -1)])
+    tunnel_id = tablestore_tunnel_client.create_tunnel(stream_table, "tr", TunnelType.STREAM)
     for i in range(20):
-        table_client.put_row(stream_table, (("id", f"k{i}"), ("seq", i)), [("v", i)])
+        tablestore_client.put_row(stream_table, (("id", f"k{i}"), ("seq", i)), [("v", i)])
     cutoff_ns = to_epoch_ns(datetime.now(UTC))
-    hook = TablestoreTunnelHook(tablestore_conn)
+    hook = TablestoreTunnelHook(tablestore_airflow_conn)
     assert not hook.check_consume_point(stream_table, "tr", cutoff_ns).done  # nobody consumed yet
 
     seen: list[Any] = []
     config = TunnelWorkerConfig(heartbeat_interval_s=0.2, heartbeat_timeout_s=10.0, checkpoint_interval_s=0.1,
                                 allow_short_intervals=True, progress_log_interval_s=5.0)
-    worker = TunnelWorker(tunnel_client, tunnel_id, CallbackProcessor(lambda records, ctx: seen.extend(records)),
+    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id, CallbackProcessor(lambda records, ctx: seen.extend(records)),
                           config).start()
     try:
-        event = _first_event(_trigger(stream_table, "tr", tablestore_conn, cutoff_ns,
+        event = _first_event(_trigger(stream_table, "tr", tablestore_airflow_conn, cutoff_ns,
                                       poll_interval=0.2, max_wait_seconds=120))
     finally:
         worker.shutdown(timeout=30)
@@ -79,25 +79,25 @@ def test_success_once_a_real_consumer_passes_the_cutoff(
 
 
 def test_base_data_tunnel_succeeds_once_every_channel_terminated(
-    tablestore_conn: str, stream_table: str, table_client: Any, tunnel_client: Any
+    tablestore_airflow_conn: str, stream_table: str, tablestore_client: Any, tablestore_tunnel_client: Any
 ) -> None:
     from airflow_tablestore.client.worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
 
     for i in range(30):
-        table_client.put_row(stream_table, (("id", f"b{i}"), ("seq", i)), [("v", i)])
-    tunnel_id = tunnel_client.create_tunnel(stream_table, "base", TunnelType.BASE_DATA)
-    hook = TablestoreTunnelHook(tablestore_conn)
+        tablestore_client.put_row(stream_table, (("id", f"b{i}"), ("seq", i)), [("v", i)])
+    tunnel_id = tablestore_tunnel_client.create_tunnel(stream_table, "base", TunnelType.BASE_DATA)
+    hook = TablestoreTunnelHook(tablestore_airflow_conn)
     assert not hook.check_consume_point(stream_table, "base", 0).done  # base data not read yet
 
     seen: list[Any] = []
     config = TunnelWorkerConfig(heartbeat_interval_s=0.2, heartbeat_timeout_s=10.0, checkpoint_interval_s=0.1,
                                 allow_short_intervals=True)
-    worker = TunnelWorker(tunnel_client, tunnel_id, CallbackProcessor(lambda records, ctx: seen.extend(records)),
+    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id, CallbackProcessor(lambda records, ctx: seen.extend(records)),
                           config).start()
     try:
         # The cutoff is irrelevant for BaseData tunnels: far future still succeeds once all channels end.
         far = to_epoch_ns(datetime.now(UTC) + timedelta(days=365))
-        event = _first_event(_trigger(stream_table, "base", tablestore_conn, far, poll_interval=0.2,
+        event = _first_event(_trigger(stream_table, "base", tablestore_airflow_conn, far, poll_interval=0.2,
                                       max_wait_seconds=120))
     finally:
         worker.shutdown(timeout=30)
@@ -106,16 +106,16 @@ def test_base_data_tunnel_succeeds_once_every_channel_terminated(
     assert len({r.primary_key for r in seen}) == 30
 
 
-def test_timeout_event_on_own_deadline(tablestore_conn: str, stream_table: str, tunnel_client: Any) -> None:
-    tunnel_client.create_tunnel(stream_table, "idle", TunnelType.STREAM)
+def test_timeout_event_on_own_deadline(tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any) -> None:
+    tablestore_tunnel_client.create_tunnel(stream_table, "idle", TunnelType.STREAM)
     far = to_epoch_ns(datetime.now(UTC) + timedelta(days=1))
-    event = _first_event(_trigger(stream_table, "idle", tablestore_conn, far, poll_interval=0.1, max_wait_seconds=0.3))
+    event = _first_event(_trigger(stream_table, "idle", tablestore_airflow_conn, far, poll_interval=0.1, max_wait_seconds=0.3))
     assert event["status"] == "timeout"
     assert "max_wait_seconds=0.3" in event["message"]
 
 
-def test_error_event_for_missing_tunnel(tablestore_conn: str, stream_table: str) -> None:
-    event = _first_event(_trigger(stream_table, unique("missing"), tablestore_conn, 1, poll_interval=0.1,
+def test_error_event_for_missing_tunnel(tablestore_airflow_conn: str, stream_table: str) -> None:
+    event = _first_event(_trigger(stream_table, unique("missing"), tablestore_airflow_conn, 1, poll_interval=0.1,
                                   max_wait_seconds=30))
     assert event["status"] == "error"
     assert "does not exist" in event["message"] and "TablestoreCreateTunnelOperator" in event["message"]

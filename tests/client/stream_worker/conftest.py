@@ -9,23 +9,15 @@ from typing import Any
 
 import pytest
 
-from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
 _names = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorProcess]:
+def tablestore_emulator() -> Iterator[EmulatorProcess]:
     with EmulatorProcess(extra_args=["--stream-partitions", "6", "--log-level", "WARNING"]) as emu:
         yield emu
-
-
-@pytest.fixture()
-def table_client(emulator: EmulatorProcess) -> Iterator[TableClient]:
-    client = TableClient(**emulator.client_kwargs)
-    yield client
-    client.close()
 
 
 @pytest.fixture()

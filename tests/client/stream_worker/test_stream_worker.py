@@ -40,16 +40,16 @@ def _caught_up(client: TableClient, source: str, replica: str) -> bool:
 
 
 @pytest.mark.slow
-def test_two_then_three_workers_split_and_exact_replica(emulator: EmulatorProcess, table_client: TableClient,
+def test_two_then_three_workers_split_and_exact_replica(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
                                                         names: Callable[[str], str]) -> None:
     source, replica, status = names("src"), names("dst"), names("status")
-    table_client.create_table(schema(source, stream=True))
-    table_client.create_table(schema(replica, stream=False))
-    writer_client = TableClient(**emulator.client_kwargs)
+    tablestore_client.create_table(schema(source, stream=True))
+    tablestore_client.create_table(schema(replica, stream=False))
+    writer_client = TableClient(**tablestore_emulator.client_kwargs)
     writer = Writer(writer_client, source).start()
-    sink = Sink(table_client, replica)
-    leases = LeaseManager(table_client, status)
-    workers = [StreamWorker(table_client, source, sink.processor, fast_config(status, w)) for w in ("w1", "w2")]
+    sink = Sink(tablestore_client, replica)
+    leases = LeaseManager(tablestore_client, status)
+    workers = [StreamWorker(tablestore_client, source, sink.processor, fast_config(status, w)) for w in ("w1", "w2")]
     try:
         for w in workers:
             w.start()
@@ -57,23 +57,23 @@ def test_two_then_three_workers_split_and_exact_replica(emulator: EmulatorProces
         assert sid is not None
         wait_until(lambda: _spread(leases, sid, 2), what="6 shards spread 3/3 over two workers")
         assert sorted(_owners(leases, sid).values()) == [3, 3]
-        workers.append(StreamWorker(table_client, source, sink.processor, fast_config(status, "w3")).start())
+        workers.append(StreamWorker(tablestore_client, source, sink.processor, fast_config(status, "w3")).start())
         wait_until(lambda: _spread(leases, sid, 3), what="6 shards spread 2/2/2 over three workers")
         assert sorted(_owners(leases, sid).values()) == [2, 2, 2]
         # split a shard that already delivered records, while writes go on
         parent = wait_until(lambda: next((s for s, _, _ in sink.log), None), what="first delivery")
-        children = [c["partition_id"] for c in emulator.control.split_partition(source, parent)]
+        children = [c["partition_id"] for c in tablestore_emulator.control.split_partition(source, parent)]
         wait_until(lambda: all(any(s == c for s, _, _ in sink.log) for c in children), timeout=90,
                    what="both children of the split delivering")
         wait_until(lambda: writer.count >= 150, what="150 writes")
         writer.stop()
-        wait_until(lambda: _caught_up(table_client, source, replica), timeout=90, what="replica == source")
+        wait_until(lambda: _caught_up(tablestore_client, source, replica), timeout=90, what="replica == source")
     finally:
         writer.stop()
         for w in workers:
             w.shutdown()
         writer_client.close()
-    assert scan(table_client, source) == scan(table_client, replica)
+    assert scan(tablestore_client, source) == scan(tablestore_client, replica)
     assert sink.violations == []
     # the parent's last record was delivered before the first record of each child
     positions = {shard: [i for i, (s, _, _) in enumerate(sink.log) if s == shard] for shard in [parent, *children]}
@@ -88,39 +88,39 @@ def test_two_then_three_workers_split_and_exact_replica(emulator: EmulatorProces
 
 
 @pytest.mark.slow
-def test_killed_worker_is_taken_over(emulator: EmulatorProcess, table_client: TableClient,
+def test_killed_worker_is_taken_over(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
                                      names: Callable[[str], str]) -> None:
     source, replica, status = names("src"), names("dst"), names("status")
-    table_client.create_table(schema(source, stream=True))
-    table_client.create_table(schema(replica, stream=False))
-    writer_client = TableClient(**emulator.client_kwargs)
+    tablestore_client.create_table(schema(source, stream=True))
+    tablestore_client.create_table(schema(replica, stream=False))
+    writer_client = TableClient(**tablestore_emulator.client_kwargs)
     writer = Writer(writer_client, source, seed=11).start()  # continuous writes throughout
-    leases = LeaseManager(table_client, status)
-    proc = subprocess.Popen([sys.executable, str(REPLICA_SCRIPT), emulator.endpoint, source, replica, status,
+    leases = LeaseManager(tablestore_client, status)
+    proc = subprocess.Popen([sys.executable, str(REPLICA_SCRIPT), tablestore_emulator.endpoint, source, replica, status,
                              "victim"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"started"
-        sid = StreamClient(transport=table_client.transport).stream_id_of(source)
+        sid = StreamClient(transport=tablestore_client.transport).stream_id_of(source)
         assert sid is not None
         wait_until(lambda: _owners(leases, sid) == Counter({"victim": 6}), what="victim owning all shards")
-        wait_until(lambda: scan(table_client, replica), what="victim replicating")
+        wait_until(lambda: scan(tablestore_client, replica), what="victim replicating")
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
     assert _owners(leases, sid) == Counter({"victim": 6})  # nobody released anything
-    sink = Sink(table_client, replica)
-    survivor = StreamWorker(table_client, source, sink.processor, fast_config(status, "survivor")).start()
+    sink = Sink(tablestore_client, replica)
+    survivor = StreamWorker(tablestore_client, source, sink.processor, fast_config(status, "survivor")).start()
     try:
         wait_until(lambda: _owners(leases, sid) == Counter({"survivor": 6}), what="survivor taking over")
         written = writer.count
         wait_until(lambda: writer.count >= written + 50, what="50 more writes after the takeover")
         writer.stop()
-        wait_until(lambda: _caught_up(table_client, source, replica), what="replica == source after takeover")
+        wait_until(lambda: _caught_up(tablestore_client, source, replica), what="replica == source after takeover")
     finally:
         writer.stop()
         survivor.shutdown()
         writer_client.close()
     assert survivor.metrics.leases_taken == 6
     assert sink.violations == []
-    assert scan(table_client, source) == scan(table_client, replica)
+    assert scan(tablestore_client, source) == scan(tablestore_client, replica)

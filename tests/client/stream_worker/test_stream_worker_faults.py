@@ -55,33 +55,33 @@ def _source(client: TableClient, source: str, writes: int, *, seed: int = 7) -> 
     return Writer(client, source, seed=seed).write(writes)
 
 
-def _consume_all_then_stop(table_client: TableClient, source: str, status: str, *,
+def _consume_all_then_stop(tablestore_client: TableClient, source: str, status: str, *,
                            by_record: bool) -> tuple[StreamWorker, set[tuple[object, tuple[int, int]]]]:
     """Run a worker until it delivered every record in the stream now, then shut it down (checkpoints saved);
     returns the stopped worker and what it delivered."""
     sink = Sink()
     sink.by_record = by_record
-    worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "w")).start()
-    before = stream_contents(table_client, source)
+    worker = StreamWorker(tablestore_client, source, sink.processor, fast_config(status, "w")).start()
+    before = stream_contents(tablestore_client, source)
     wait_until(lambda: _delivered(sink) == before, what="the first records")
     worker.shutdown()
     return worker, before
 
 
-def test_status_table_rows_match_the_schema(emulator: EmulatorProcess, table_client: TableClient,
+def test_status_table_rows_match_the_schema(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
                                             names: Callable[[str], str]) -> None:
     source, status = names("src"), names("status")
-    _source(table_client, source, 60)
+    _source(tablestore_client, source, 60)
     sink = Sink()
-    worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "solo")).start()
+    worker = StreamWorker(tablestore_client, source, sink.processor, fast_config(status, "solo")).start()
     try:
         sid = worker.stream_id
-        parent = emulator.control.partitions(source)[0]["partition_id"]
-        children = {c["partition_id"] for c in emulator.control.split_partition(source, parent)}
-        expected = stream_contents(table_client, source)
+        parent = tablestore_emulator.control.partitions(source)[0]["partition_id"]
+        children = {c["partition_id"] for c in tablestore_emulator.control.split_partition(source, parent)}
+        expected = stream_contents(tablestore_client, source)
         assert len(expected) >= 40
         wait_until(lambda: _delivered(sink) == expected, what="every stream record delivered")
-        wait_until(lambda: len(LeaseManager(table_client, status).list(str(sid))) == 8, what="8 leases")
+        wait_until(lambda: len(LeaseManager(tablestore_client, status).list(str(sid))) == 8, what="8 leases")
         wait_until(lambda: len(worker.owned_shards()) == 7, what="the 7 open shards owned")
         owned_while_running = set(worker.owned_shards())
         # a processor is shut down (REQUESTED, asserted below) only once initialized: the new children may not
@@ -89,13 +89,13 @@ def test_status_table_rows_match_the_schema(emulator: EmulatorProcess, table_cli
         wait_until(lambda: _initialized(sink) >= owned_while_running, what="every owned shard's processor started")
     finally:
         worker.shutdown()
-    pk = table_client.describe_table(status).schema.primary_key
+    pk = tablestore_client.describe_table(status).schema.primary_key
     assert [(c.name, c.type) for c in pk] == [("StreamId", PrimaryKeyType.STRING), ("StatusType", PrimaryKeyType.STRING),
                                               ("StatusValue", PrimaryKeyType.STRING)]
-    rows = list(table_client.iter_range(status, [("StreamId", INF_MIN), ("StatusType", INF_MIN),
+    rows = list(tablestore_client.iter_range(status, [("StreamId", INF_MIN), ("StatusType", INF_MIN),
                                                  ("StatusValue", INF_MIN)],
                                         [("StreamId", INF_MAX), ("StatusType", INF_MAX), ("StatusValue", INF_MAX)]))
-    shards = {p["partition_id"] for p in emulator.control.partitions(source)}
+    shards = {p["partition_id"] for p in tablestore_emulator.control.partitions(source)}
     assert {dict(r.primary_key)["StatusValue"] for r in rows} == shards and len(rows) == 8
     for row in rows:
         key = dict(row.primary_key)
@@ -114,77 +114,77 @@ def test_status_table_rows_match_the_schema(emulator: EmulatorProcess, table_cli
     assert all(sink.shutdowns[s] == [ShutdownReason.REQUESTED] for s in shards - {parent})
 
 
-def test_missing_and_disabled_stream(table_client: TableClient, names: Callable[[str], str]) -> None:
+def test_missing_and_disabled_stream(tablestore_client: TableClient, names: Callable[[str], str]) -> None:
     status = names("status")
     with pytest.raises(StreamWorkerError) as err:
-        StreamWorker(table_client, names("missing"), Sink().processor, fast_config(status, "w")).start()
+        StreamWorker(tablestore_client, names("missing"), Sink().processor, fast_config(status, "w")).start()
     assert err.value.code == STREAM_NOT_FOUND and "does not exist" in str(err.value)
     plain = names("plain")
-    table_client.create_table(schema(plain, stream=False))
+    tablestore_client.create_table(schema(plain, stream=False))
     with pytest.raises(StreamWorkerError) as err:
-        StreamWorker(table_client, plain, Sink().processor, fast_config(status, "w")).start()
+        StreamWorker(tablestore_client, plain, Sink().processor, fast_config(status, "w")).start()
     assert err.value.code == STREAM_NOT_FOUND and "no stream enabled" in str(err.value)
     # a stream disabled while the worker runs stops it with the same error (surfaced by join)
     source = names("src")
-    table_client.create_table(schema(source, stream=True))
+    tablestore_client.create_table(schema(source, stream=True))
     sink = Sink()
-    worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "w")).start()
-    table_client.update_table(source, stream=StreamSpec(False))
+    worker = StreamWorker(tablestore_client, source, sink.processor, fast_config(status, "w")).start()
+    tablestore_client.update_table(source, stream=StreamSpec(False))
     with pytest.raises(StreamWorkerError) as err:
         worker.join(timeout=60)
     assert err.value.code == STREAM_NOT_FOUND and "no longer exists" in str(err.value)
 
 
-def test_status_table_name_clash(table_client: TableClient, names: Callable[[str], str]) -> None:
+def test_status_table_name_clash(tablestore_client: TableClient, names: Callable[[str], str]) -> None:
     source, clash = names("src"), names("clash")
-    table_client.create_table(schema(source, stream=True))
-    table_client.create_table(TableSchema(clash, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),)))
-    table_client.put_row(clash, [("id", 1)], {"keep": "me"})
+    tablestore_client.create_table(schema(source, stream=True))
+    tablestore_client.create_table(TableSchema(clash, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),)))
+    tablestore_client.put_row(clash, [("id", 1)], {"keep": "me"})
     with pytest.raises(TablestoreClientError) as err:
-        StreamWorker(table_client, source, Sink().processor, fast_config(clash, "w")).start()
+        StreamWorker(tablestore_client, source, Sink().processor, fast_config(clash, "w")).start()
     assert err.value.code == STATUS_SCHEMA_ERROR
     assert clash in str(err.value) and "StreamId" in str(err.value) and "choose another" in str(err.value)
-    row = table_client.get_row(clash, [("id", 1)])
+    row = tablestore_client.get_row(clash, [("id", 1)])
     assert row is not None and row.get("keep") == "me"  # untouched
 
 
-def test_processor_exceptions_redeliver_the_batch(emulator: EmulatorProcess, table_client: TableClient,
+def test_processor_exceptions_redeliver_the_batch(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
                                                   names: Callable[[str], str]) -> None:
     source, replica, status = names("src"), names("dst"), names("status")
-    table_client.create_table(schema(source, stream=True))
-    table_client.create_table(schema(replica, stream=False))
-    writer = Writer(table_client, source, seed=3)
+    tablestore_client.create_table(schema(source, stream=True))
+    tablestore_client.create_table(schema(replica, stream=False))
+    writer = Writer(tablestore_client, source, seed=3)
     writer.write(120)
-    sink = Sink(table_client, replica)
-    sink.fail_first = {p["partition_id"] for p in emulator.control.partitions(source)}
-    worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "w")).start()
+    sink = Sink(tablestore_client, replica)
+    sink.fail_first = {p["partition_id"] for p in tablestore_emulator.control.partitions(source)}
+    worker = StreamWorker(tablestore_client, source, sink.processor, fast_config(status, "w")).start()
     try:
-        wait_until(lambda: scan(table_client, source) == scan(table_client, replica), what="replica == source")
+        wait_until(lambda: scan(tablestore_client, source) == scan(tablestore_client, replica), what="replica == source")
     finally:
         worker.shutdown()
     shards_with_data = {s for s, _, _ in sink.log}
     assert shards_with_data and shards_with_data <= sink.failed  # every shard's first batch failed once
     assert worker.metrics.processor_errors == len(sink.failed)
-    assert _delivered(sink) == stream_contents(table_client, source) and sink.violations == []
+    assert _delivered(sink) == stream_contents(tablestore_client, source) and sink.violations == []
 
 
 @pytest.mark.parametrize("by_record", [False, True], ids=["iterator-checkpoint", "record-checkpoint"])
-def test_trimmed_checkpoint_restarts_at_the_oldest_record(emulator: EmulatorProcess, table_client: TableClient,
+def test_trimmed_checkpoint_restarts_at_the_oldest_record(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
                                                           names: Callable[[str], str],
                                                           caplog: pytest.LogCaptureFixture, by_record: bool) -> None:
     source, status = names("src"), names("status")
-    writer = _source(table_client, source, 30, seed=5)
-    worker, before = _consume_all_then_stop(table_client, source, status, by_record=by_record)
-    checkpoints = [lease.checkpoint for lease in LeaseManager(table_client, status).list(str(worker.stream_id))]
+    writer = _source(tablestore_client, source, 30, seed=5)
+    worker, before = _consume_all_then_stop(tablestore_client, source, status, by_record=by_record)
+    checkpoints = [lease.checkpoint for lease in LeaseManager(tablestore_client, status).list(str(worker.stream_id))]
     assert any(c.startswith("TS:") for c in checkpoints) == by_record
     writer.write(30)  # these will be trimmed before anyone reads them
-    emulator.control.set_retention(source, 0.001)  # 3.6 s
-    emulator.control.advance_time(60)
+    tablestore_emulator.control.set_retention(source, 0.001)  # 3.6 s
+    tablestore_emulator.control.advance_time(60)
     writer.write(20)
-    retained = stream_contents(table_client, source)
+    retained = stream_contents(tablestore_client, source)
     second = Sink()
     caplog.set_level(logging.WARNING, logger="airflow_tablestore.client.stream_worker")
-    worker = StreamWorker(table_client, source, second.processor, fast_config(status, "w")).start()
+    worker = StreamWorker(tablestore_client, source, second.processor, fast_config(status, "w")).start()
     try:
         wait_until(lambda: _delivered(second) == retained, what="the retained records")
     finally:
@@ -196,15 +196,15 @@ def test_trimmed_checkpoint_restarts_at_the_oldest_record(emulator: EmulatorProc
     assert second.violations == []
 
 
-def test_record_checkpoint_resumes_right_after_the_record(table_client: TableClient,
+def test_record_checkpoint_resumes_right_after_the_record(tablestore_client: TableClient,
                                                           names: Callable[[str], str]) -> None:
     source, status = names("src"), names("status")
-    writer = _source(table_client, source, 40, seed=9)
-    _, before = _consume_all_then_stop(table_client, source, status, by_record=True)
+    writer = _source(tablestore_client, source, 40, seed=9)
+    _, before = _consume_all_then_stop(tablestore_client, source, status, by_record=True)
     writer.write(40)
     second = Sink()
-    worker = StreamWorker(table_client, source, second.processor, fast_config(status, "w")).start()
-    after = stream_contents(table_client, source) - before
+    worker = StreamWorker(tablestore_client, source, second.processor, fast_config(status, "w")).start()
+    after = stream_contents(tablestore_client, source) - before
     try:
         wait_until(lambda: _delivered(second) == after, what="only the new records")
     finally:
@@ -212,17 +212,17 @@ def test_record_checkpoint_resumes_right_after_the_record(table_client: TableCli
     assert after and second.redelivered == 0 and len(second.log) == len(after)
 
 
-def test_service_errors_are_survived(emulator: EmulatorProcess, names: Callable[[str], str]) -> None:
+def test_service_errors_are_survived(tablestore_emulator: EmulatorProcess, names: Callable[[str], str]) -> None:
     from airflow_tablestore.client.retry import RetryPolicy
 
     source, status = names("src"), names("status")
-    client = TableClient(**emulator.client_kwargs, retry=RetryPolicy(max_attempts=2, total_budget_s=2,
+    client = TableClient(**tablestore_emulator.client_kwargs, retry=RetryPolicy(max_attempts=2, total_budget_s=2,
                                                                       base_delay_s=0.01, max_delay_s=0.05))
     _source(client, source, 80, seed=13)
     expected = stream_contents(client, source)
     sink = Sink()
     worker = StreamWorker(client, source, sink.processor, fast_config(status, "w")).start()
-    control = emulator.control
+    control = tablestore_emulator.control
     try:
         control.add_fault("/DescribeStream", "OTSInternalServerError", status=500, count=6)
         control.add_fault("/GetRange", "OTSInternalServerError", status=500, count=4)  # lease scans
@@ -240,39 +240,39 @@ def test_service_errors_are_survived(emulator: EmulatorProcess, names: Callable[
     assert sink.violations == []
 
 
-def test_merge_child_waits_for_both_parents(emulator: EmulatorProcess, table_client: TableClient,
+def test_merge_child_waits_for_both_parents(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
                                             names: Callable[[str], str]) -> None:
     source, replica, status = names("src"), names("dst"), names("status")
-    table_client.create_table(schema(source, stream=True))
-    table_client.create_table(schema(replica, stream=False))
-    writer = Writer(table_client, source, seed=21)
+    tablestore_client.create_table(schema(source, stream=True))
+    tablestore_client.create_table(schema(replica, stream=False))
+    writer = Writer(tablestore_client, source, seed=21)
     writer.write(60)
-    sink = Sink(table_client, replica)
-    parts = emulator.control.partitions(source)
+    sink = Sink(tablestore_client, replica)
+    parts = tablestore_emulator.control.partitions(source)
     slow = parts[1]["partition_id"]
     sink.fail_first = {slow}  # one parent is held back by a failing first batch
-    worker = StreamWorker(table_client, source, sink.processor, fast_config(status, "w")).start()
+    worker = StreamWorker(tablestore_client, source, sink.processor, fast_config(status, "w")).start()
     try:
-        merged = emulator.control.merge_partitions(source, parts[0]["partition_id"], slow)
+        merged = tablestore_emulator.control.merge_partitions(source, parts[0]["partition_id"], slow)
         assert merged["parent_ids"] == [parts[0]["partition_id"], slow]
         for _ in range(60):
             writer.write_one()
-        wait_until(lambda: _delivered(sink) == stream_contents(table_client, source), what="every record")
+        wait_until(lambda: _delivered(sink) == stream_contents(tablestore_client, source), what="every record")
     finally:
         worker.shutdown()
-    assert scan(table_client, source) == scan(table_client, replica) and sink.violations == []
+    assert scan(tablestore_client, source) == scan(tablestore_client, replica) and sink.violations == []
     position = {s: [i for i, (shard, _, _) in enumerate(sink.log) if shard == s] for s in merged["parent_ids"]}
     child = [i for i, (shard, _, _) in enumerate(sink.log) if shard == merged["partition_id"]]
     assert child and all(p and max(p) < min(child) for p in position.values())
-    lease = LeaseManager(table_client, status).get(str(worker.stream_id), merged["partition_id"])
+    lease = LeaseManager(tablestore_client, status).get(str(worker.stream_id), merged["partition_id"])
     assert lease is not None and lease.parent_shard_ids == tuple(merged["parent_ids"])
 
 
-def test_shutdown_from_a_processor(table_client: TableClient, names: Callable[[str], str]) -> None:
+def test_shutdown_from_a_processor(tablestore_client: TableClient, names: Callable[[str], str]) -> None:
     from airflow_tablestore.client.stream_worker import CallbackRecordProcessor
 
     source, status = names("src"), names("status")
-    _source(table_client, source, 30, seed=17)
+    _source(tablestore_client, source, 30, seed=17)
     seen: list[int] = []
     holder: list[StreamWorker] = []
 
@@ -280,22 +280,22 @@ def test_shutdown_from_a_processor(table_client: TableClient, names: Callable[[s
         seen.append(len(records))
         holder[0].shutdown()
 
-    worker = StreamWorker(table_client, source, lambda s: CallbackRecordProcessor(stop_after_first_batch),
+    worker = StreamWorker(tablestore_client, source, lambda s: CallbackRecordProcessor(stop_after_first_batch),
                           fast_config(status, "w"))
     holder.append(worker)
     worker.run()  # returns once the processor asked for shutdown
     assert seen and worker.owned_shards() == []
-    leases = LeaseManager(table_client, status).list(str(worker.stream_id))
+    leases = LeaseManager(tablestore_client, status).list(str(worker.stream_id))
     assert leases and all(lease.owner == "" for lease in leases)
     assert any(lease.checkpoint not in ("TRIM_HORIZON", SHARD_END) for lease in leases)  # progress was saved
 
 
-def test_checkpointer_refuses_points_beyond_delivery(table_client: TableClient, names: Callable[[str], str]) -> None:
+def test_checkpointer_refuses_points_beyond_delivery(tablestore_client: TableClient, names: Callable[[str], str]) -> None:
     from airflow_tablestore.client.model import SequenceInfo
     from airflow_tablestore.client.stream_worker import Checkpointer, RecordProcessor
 
     source, status = names("src"), names("status")
-    _source(table_client, source, 20, seed=19)
+    _source(tablestore_client, source, 20, seed=19)
     outcomes: list[list[str]] = []
 
     class Probe(RecordProcessor):
@@ -314,7 +314,7 @@ def test_checkpointer_refuses_points_beyond_delivery(table_client: TableClient, 
             batch.append("ok")
             outcomes.append(batch)
 
-    worker = StreamWorker(table_client, source, lambda s: Probe(), fast_config(status, "w")).start()
+    worker = StreamWorker(tablestore_client, source, lambda s: Probe(), fast_config(status, "w")).start()
     try:
         wait_until(lambda: outcomes, what="one probed batch")
     finally:

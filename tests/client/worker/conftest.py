@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from airflow_tablestore.client.tunnel import TunnelClient
 from airflow_tablestore.client.worker import TunnelWorkerConfig
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
@@ -18,27 +17,11 @@ _names = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def emulator(request: pytest.FixtureRequest) -> Iterator[EmulatorProcess]:
+def tablestore_emulator(request: pytest.FixtureRequest) -> Iterator[EmulatorProcess]:
     """One emulator per test module; a module may set its own ``EMULATOR_ARGS``."""
     args = getattr(request.module, "EMULATOR_ARGS", EMULATOR_ARGS)
     with EmulatorProcess(extra_args=args) as emu:
         yield emu
-
-
-@pytest.fixture()
-def table_client(emulator: EmulatorProcess) -> Iterator[Any]:
-    from airflow_tablestore.client.table import TableClient
-
-    client = TableClient(**emulator.client_kwargs)
-    yield client
-    client.close()
-
-
-@pytest.fixture()
-def tunnel_client(emulator: EmulatorProcess) -> Iterator[TunnelClient]:
-    client = TunnelClient(**emulator.client_kwargs)
-    yield client
-    client.close()
 
 
 @pytest.fixture()

@@ -35,33 +35,33 @@ def _in_order(sequences: list[tuple[int, int, int]]) -> bool:
     return True
 
 
-def test_channels_spread_and_move_after_a_crash(table_client: Any, tunnel_client: TunnelClient,
+def test_channels_spread_and_move_after_a_crash(tablestore_client: Any, tablestore_tunnel_client: TunnelClient,
                                                 unique: str) -> None:
     source, replica = f"{unique}src", f"{unique}dst"
-    table_client.create_table(table_schema(source))
-    table_client.create_table(table_schema(replica, stream=False))
-    tunnel_id = tunnel_client.create_tunnel(source, "shared", TunnelType.STREAM)
-    processor = RecordingProcessor(table_client, replica)
-    workers = [TunnelWorker(tunnel_client, tunnel_id, processor, fast_config(client_tag=f"w{i}"))
+    tablestore_client.create_table(table_schema(source))
+    tablestore_client.create_table(table_schema(replica, stream=False))
+    tunnel_id = tablestore_tunnel_client.create_tunnel(source, "shared", TunnelType.STREAM)
+    processor = RecordingProcessor(tablestore_client, replica)
+    workers = [TunnelWorker(tablestore_tunnel_client, tunnel_id, processor, fast_config(client_tag=f"w{i}"))
                for i in range(3)]
     try:
         for w in workers:
             w.start()
         wait_for(lambda: sorted(len(w.owned_channels()) for w in workers) == [2, 2, 2],
                  "6 channels spread 2/2/2 over 3 workers", workers=workers)
-        _write(table_client, source, 0, 150)
+        _write(tablestore_client, source, 0, 150)
         wait_for(lambda: len(processor.records) >= 150 + 150 // 4, "the first writes to be consumed", workers=workers)
 
         crashed = workers[0]
         moved = crashed.owned_channels()
         crashed.shutdown(graceful=False)  # no checkpoint flush, no Shutdown RPC: like a killed process
-        _write(table_client, source, 150, 300)
+        _write(tablestore_client, source, 150, 300)
         survivors = workers[1:]
         wait_for(lambda: sorted(len(w.owned_channels()) for w in survivors) == [3, 3],
                  "the crashed worker's channels to move after its heartbeat timeout")
         owners = {cid for w in survivors for cid in w.owned_channels()}
         assert set(moved) <= owners
-        wait_for(lambda: full_scan(table_client, replica) == full_scan(table_client, source),
+        wait_for(lambda: full_scan(tablestore_client, replica) == full_scan(tablestore_client, source),
                  "the replica to converge", workers=workers)
     finally:
         for w in workers:

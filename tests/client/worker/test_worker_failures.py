@@ -30,25 +30,25 @@ def _n(rec: Record) -> int:
     return rec.primary_key[1][1]  # type: ignore[return-value]
 
 
-def _put(table_client: Any, table: str, key: str, numbers: Iterable[int]) -> None:
+def _put(tablestore_client: Any, table: str, key: str, numbers: Iterable[int]) -> None:
     """One row per ``n`` in ``numbers``: primary key (``key.format(n)``, n), column v = n."""
     for i in numbers:
-        table_client.put_row(table, (("pk", key.format(i)), ("n", i)), [Column("v", i, BASE_MS)])
+        tablestore_client.put_row(table, (("pk", key.format(i)), ("n", i)), [Column("v", i, BASE_MS)])
 
 
-def _stream_tunnel(table_client: Any, tunnel_client: TunnelClient, table: str, name: str) -> str:
+def _stream_tunnel(tablestore_client: Any, tablestore_tunnel_client: TunnelClient, table: str, name: str) -> str:
     """A new table with a STREAM tunnel ``name`` on it; returns the tunnel id."""
-    table_client.create_table(table_schema(table))
-    return tunnel_client.create_tunnel(table, name, TunnelType.STREAM)
+    tablestore_client.create_table(table_schema(table))
+    return tablestore_tunnel_client.create_tunnel(table, name, TunnelType.STREAM)
 
 
 def test_processor_error_redelivers_after_last_checkpoint_in_order(
-    table_client: Any, tunnel_client: TunnelClient, unique: str
+    tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str
 ) -> None:
     table = f"{unique}p"
-    table_client.create_table(table_schema(table))
-    _put(table_client, table, "a", range(60))
-    tunnel_id = tunnel_client.create_tunnel(table, "p", TunnelType.BASE_DATA)
+    tablestore_client.create_table(table_schema(table))
+    _put(tablestore_client, table, "a", range(60))
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "p", TunnelType.BASE_DATA)
     processor = RecordingProcessor()
     failed_batch: list[int] = []
     lock = threading.Lock()
@@ -64,9 +64,9 @@ def test_processor_error_redelivers_after_last_checkpoint_in_order(
     # A service error raised by user code (e.g. its sink) must not pass for a fatal tunnel error.
     processor.fail_with = InvalidParameterError("OTSParameterInvalid", "the sink rejected a row")
     # Checkpoint rarely: only the flush on close and "finished" store progress.
-    with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config(checkpoint_interval_s=3600)) as worker:
+    with TunnelWorker(tablestore_tunnel_client, tunnel_id, processor, fast_config(checkpoint_interval_s=3600)) as worker:
         wait_for(lambda: all(c.status is ChannelStatus.TERMINATED
-                             for c in tunnel_client.describe_tunnel(table, "p").channels), "all base channels")
+                             for c in tablestore_tunnel_client.describe_tunnel(table, "p").channels), "all base channels")
         errors = worker.metrics.channel_errors
     assert worker.error is None
     assert processor.failures == 1 and errors == 1 and failed_batch
@@ -81,16 +81,16 @@ def test_processor_error_redelivers_after_last_checkpoint_in_order(
 
 
 def test_expired_tunnel_stops_the_worker_with_a_clear_error(own_emulator: EmulatorProcess, unique: str) -> None:
-    table_client = TableClient(**own_emulator.client_kwargs)
-    tunnel_client = TunnelClient(**own_emulator.client_kwargs)
-    emulator = own_emulator
+    tablestore_client = TableClient(**own_emulator.client_kwargs)
+    tablestore_tunnel_client = TunnelClient(**own_emulator.client_kwargs)
+    tablestore_emulator = own_emulator
     table = f"{unique}x"
-    table_client.create_table(table_schema(table))
-    load_base_rows(table_client, table, 5)
-    tunnel_id = tunnel_client.create_tunnel(table, "x", TunnelType.BASE_AND_STREAM)
-    table_client.put_row(table, (("pk", "late"), ("n", 1)), [Column("v", 1, BASE_MS)])
-    emulator.control.advance_time(25 * 3600)  # beyond the table's 24 h stream retention
-    worker = TunnelWorker(tunnel_client, tunnel_id, RecordingProcessor(), fast_config())
+    tablestore_client.create_table(table_schema(table))
+    load_base_rows(tablestore_client, table, 5)
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "x", TunnelType.BASE_AND_STREAM)
+    tablestore_client.put_row(table, (("pk", "late"), ("n", 1)), [Column("v", 1, BASE_MS)])
+    tablestore_emulator.control.advance_time(25 * 3600)  # beyond the table's 24 h stream retention
+    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id, RecordingProcessor(), fast_config())
     with pytest.raises(TunnelWorkerError) as exc:
         worker.run()
     assert exc.value.code == "OTSTunnelExpired"
@@ -99,21 +99,21 @@ def test_expired_tunnel_stops_the_worker_with_a_clear_error(own_emulator: Emulat
 
 
 def test_partition_split_parent_before_children(
-    emulator: EmulatorProcess, table_client: Any, tunnel_client: TunnelClient, unique: str
+    tablestore_emulator: EmulatorProcess, tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str
 ) -> None:
     table = f"{unique}s"
-    tunnel_id = _stream_tunnel(table_client, tunnel_client, table, "s")
+    tunnel_id = _stream_tunnel(tablestore_client, tablestore_tunnel_client, table, "s")
     processor = RecordingProcessor()
-    with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config()):
-        wait_for(lambda: len(tunnel_client.describe_tunnel(table, "s").channels) == 2, "two stream channels")
-        _put(table_client, table, "p{}", range(40))
-        before = {c.channel_id for c in tunnel_client.describe_tunnel(table, "s").channels}
-        partition_id = str(emulator.control.partitions(table)[0]["partition_id"])
+    with TunnelWorker(tablestore_tunnel_client, tunnel_id, processor, fast_config()):
+        wait_for(lambda: len(tablestore_tunnel_client.describe_tunnel(table, "s").channels) == 2, "two stream channels")
+        _put(tablestore_client, table, "p{}", range(40))
+        before = {c.channel_id for c in tablestore_tunnel_client.describe_tunnel(table, "s").channels}
+        partition_id = str(tablestore_emulator.control.partitions(table)[0]["partition_id"])
         parent = next(c for c in before if c.rsplit("_", 1)[0] == partition_id.replace("_", "-"))
-        emulator.control.split_partition(table, partition_id)
-        _put(table_client, table, "p{}", range(40, 80))
+        tablestore_emulator.control.split_partition(table, partition_id)
+        _put(tablestore_client, table, "p{}", range(40, 80))
         wait_for(lambda: len({_n(r) for r in processor.records}) == 80, "all 80 writes")
-        desc = tunnel_client.describe_tunnel(table, "s")
+        desc = tablestore_tunnel_client.describe_tunnel(table, "s")
     children = {c.channel_id for c in desc.channels} - before
     assert children, "the split created child channels"
     assert {c.status for c in desc.channels if c.channel_id == parent} == {ChannelStatus.TERMINATED}
@@ -148,27 +148,27 @@ def test_worker_recovers_from_an_emulator_restart(own_emulator: EmulatorProcess,
 
 
 def test_worker_rides_out_faults_and_reconnects_after_resource_gone(
-    emulator: EmulatorProcess, table_client: Any, tunnel_client: TunnelClient, unique: str
+    tablestore_emulator: EmulatorProcess, tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str
 ) -> None:
     table = f"{unique}g"
-    tunnel_id = _stream_tunnel(table_client, tunnel_client, table, "g")
+    tunnel_id = _stream_tunnel(tablestore_client, tablestore_tunnel_client, table, "g")
     processor = RecordingProcessor()
-    ctl = emulator.control
-    with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config()) as worker:
+    ctl = tablestore_emulator.control
+    with TunnelWorker(tablestore_tunnel_client, tunnel_id, processor, fast_config()) as worker:
         wait_for(lambda: len(worker.owned_channels()) == 2, "two stream channels", workers=[worker])
         first_client = worker.client_id
         ctl.add_fault("/tunnel/checkpoint", "OTSSequenceNumberNotMatch", status=400,
                       message="sequence number not match", count=1)
         ctl.add_fault("/tunnel/readrecords", "OTSTunnelServerUnavailable", status=503, count=3)
         ctl.add_fault("/tunnel/heartbeat", "OTSServerBusy", status=503, count=2)
-        _put(table_client, table, "a", range(30))
+        _put(tablestore_client, table, "a", range(30))
         wait_for(lambda: {_n(r) for r in processor.records} == set(range(30)), "the first 30 writes",
                  workers=[worker])
         ctl.add_fault("/tunnel/heartbeat", "OTSResourceGone", status=410, message="client timed out", count=1)
         wait_for(lambda: worker.metrics.reconnects >= 1 and len(worker.owned_channels()) == 2,
                  "a reconnect with a new client id", workers=[worker])
         assert worker.client_id not in (None, first_client)
-        _put(table_client, table, "a", range(30, 60))
+        _put(tablestore_client, table, "a", range(30, 60))
         wait_for(lambda: {_n(r) for r in processor.records} == set(range(60)), "all 60 writes",
                  workers=[worker])
     assert worker.error is None and ctl.state()["faults"] == []
@@ -176,19 +176,19 @@ def test_worker_rides_out_faults_and_reconnects_after_resource_gone(
 
 
 def test_local_heartbeat_watchdog_reconnects(
-    emulator: EmulatorProcess, table_client: Any, tunnel_client: TunnelClient, unique: str
+    tablestore_emulator: EmulatorProcess, tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str
 ) -> None:
     table = f"{unique}h"
-    tunnel_id = _stream_tunnel(table_client, tunnel_client, table, "h")
+    tunnel_id = _stream_tunnel(tablestore_client, tablestore_tunnel_client, table, "h")
     processor = RecordingProcessor()
-    with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config()) as worker:
+    with TunnelWorker(tablestore_tunnel_client, tunnel_id, processor, fast_config()) as worker:
         wait_for(lambda: len(worker.owned_channels()) == 2, "two stream channels", workers=[worker])
         first_client = worker.client_id
         # Heartbeats are not retried on a 500: with 15 failures in a row (≈4.5 s at 0.3 s) no heartbeat
         # succeeds for longer than the 3 s heartbeat timeout, so the watchdog must give up the session.
-        emulator.control.add_fault("/tunnel/heartbeat", "OTSInternalServerError", status=500, count=15)
+        tablestore_emulator.control.add_fault("/tunnel/heartbeat", "OTSInternalServerError", status=500, count=15)
         wait_for(lambda: worker.metrics.reconnects >= 1, "the watchdog to drop the session", workers=[worker])
-        _put(table_client, table, "b", range(20))
+        _put(tablestore_client, table, "b", range(20))
         wait_for(lambda: {_n(r) for r in processor.records} == set(range(20)), "the writes after reconnecting",
                  workers=[worker])
         assert worker.client_id not in (None, first_client)
@@ -196,43 +196,43 @@ def test_local_heartbeat_watchdog_reconnects(
 
 
 def test_closing_channel_stops_flushes_and_reports_close(
-    table_client: Any, tunnel_client: TunnelClient, unique: str
+    tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str
 ) -> None:
     table = f"{unique}c"
-    tunnel_id = _stream_tunnel(table_client, tunnel_client, table, "c")
+    tunnel_id = _stream_tunnel(tablestore_client, tablestore_tunnel_client, table, "c")
     processor = RecordingProcessor()
     # Periodic checkpoints effectively off: only the flush on close can store progress.
-    with TunnelWorker(tunnel_client, tunnel_id, processor, fast_config(checkpoint_interval_s=3600)) as worker:
+    with TunnelWorker(tablestore_tunnel_client, tunnel_id, processor, fast_config(checkpoint_interval_s=3600)) as worker:
         wait_for(lambda: len(worker.owned_channels()) == 2, "two stream channels", workers=[worker])
-        _put(table_client, table, "c", range(30))
+        _put(tablestore_client, table, "c", range(30))
         wait_for(lambda: len(processor.records) == 30, "the writes", workers=[worker])
         target = processor.batches[0][0]  # the channel that got the writes (one partition key)
         delivered_on_target = sum(len(b) for cid, b in processor.batches if cid == target)
-        probe = tunnel_client.connect(tunnel_id, timeout_s=30, client_tag="probe")
-        token_before, seq_before = tunnel_client.get_checkpoint(tunnel_id, probe, target)
-        tunnel_client.schedule(tunnel_id, [Channel(target, 0, ChannelStatus.CLOSING)])  # suspend it
+        probe = tablestore_tunnel_client.connect(tunnel_id, timeout_s=30, client_tag="probe")
+        token_before, seq_before = tablestore_tunnel_client.get_checkpoint(tunnel_id, probe, target)
+        tablestore_tunnel_client.schedule(tunnel_id, [Channel(target, 0, ChannelStatus.CLOSING)])  # suspend it
         wait_for(lambda: target not in worker.owned_channels(), "the worker to let the channel go",
                  workers=[worker])
-        wait_for(lambda: next(c for c in tunnel_client.describe_tunnel(table, "c").channels
+        wait_for(lambda: next(c for c in tablestore_tunnel_client.describe_tunnel(table, "c").channels
                               if c.channel_id == target).status is ChannelStatus.CLOSE,
                  "the CLOSE report", workers=[worker])
-        token_after, seq_after = tunnel_client.get_checkpoint(tunnel_id, probe, target)
+        token_after, seq_after = tablestore_tunnel_client.get_checkpoint(tunnel_id, probe, target)
     assert delivered_on_target > 0
     assert seq_after > seq_before and token_after != token_before  # the last processed token was flushed
-    tunnel_client.shutdown(tunnel_id, probe)
+    tablestore_tunnel_client.shutdown(tunnel_id, probe)
 
 
-def test_deleted_tunnel_is_fatal_with_advice(table_client: Any, tunnel_client: TunnelClient, unique: str) -> None:
-    worker = TunnelWorker(tunnel_client, "no-such-tunnel-id", RecordingProcessor(), fast_config())
+def test_deleted_tunnel_is_fatal_with_advice(tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str) -> None:
+    worker = TunnelWorker(tablestore_tunnel_client, "no-such-tunnel-id", RecordingProcessor(), fast_config())
     with pytest.raises(TunnelWorkerError) as missing:
         worker.run()
     assert missing.value.code == "OTSParameterInvalid" and "does not exist" in str(missing.value)
 
     table = f"{unique}d"
-    tunnel_id = _stream_tunnel(table_client, tunnel_client, table, "d")
-    running = TunnelWorker(tunnel_client, tunnel_id, RecordingProcessor(), fast_config()).start()
+    tunnel_id = _stream_tunnel(tablestore_client, tablestore_tunnel_client, table, "d")
+    running = TunnelWorker(tablestore_tunnel_client, tunnel_id, RecordingProcessor(), fast_config()).start()
     wait_for(lambda: len(running.owned_channels()) == 2, "two stream channels", workers=[running])
-    tunnel_client.delete_tunnel(table, "d")
+    tablestore_tunnel_client.delete_tunnel(table, "d")
     with pytest.raises(TunnelWorkerError) as deleted:
         running.join(timeout=60)
     assert deleted.value.code == "OTSParameterInvalid" and not running.is_alive()

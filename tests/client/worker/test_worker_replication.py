@@ -72,46 +72,46 @@ def mutate(tables: Any, table: str, count: int) -> None:
 
 
 def test_base_and_stream_replication_is_exact(
-    table_client: Any, tunnel_client: TunnelClient, unique: str, caplog: pytest.LogCaptureFixture
+    tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     source, replica = f"{unique}src", f"{unique}dst"
-    table_client.create_table(table_schema(source))
-    table_client.create_table(table_schema(replica, stream=False))
-    load_base_rows(table_client, source, 90)  # 3 base channels of 40 rows
-    tunnel_id = tunnel_client.create_tunnel(source, "copy", TunnelType.BASE_AND_STREAM)
-    mutate(table_client, source, 90)
+    tablestore_client.create_table(table_schema(source))
+    tablestore_client.create_table(table_schema(replica, stream=False))
+    load_base_rows(tablestore_client, source, 90)  # 3 base channels of 40 rows
+    tunnel_id = tablestore_tunnel_client.create_tunnel(source, "copy", TunnelType.BASE_AND_STREAM)
+    mutate(tablestore_client, source, 90)
     cutoff_ns = to_ns(datetime.now(UTC))
 
-    processor = RecordingProcessor(table_client, replica)
+    processor = RecordingProcessor(tablestore_client, replica)
     caplog.set_level(logging.INFO, logger="airflow_tablestore.client.worker")
-    worker = TunnelWorker(tunnel_client, tunnel_id, processor,
+    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id, processor,
                           fast_config(progress_log_interval_s=0.5, max_channel_parallel=2))
     with worker:
-        wait_for(lambda: tunnel_client.describe_tunnel(source, "copy").tunnel.stage is TunnelStage.PROCESS_STREAM,
+        wait_for(lambda: tablestore_tunnel_client.describe_tunnel(source, "copy").tunnel.stage is TunnelStage.PROCESS_STREAM,
                  "the base phase to finish")
-        wait_for(lambda: tunnel_client.describe_tunnel(source, "copy").consume_point_ns > cutoff_ns,
+        wait_for(lambda: tablestore_tunnel_client.describe_tunnel(source, "copy").consume_point_ns > cutoff_ns,
                  "the consume point to pass the cutoff")
         assert worker.error is None
     assert not worker.is_alive()
     metrics = worker.metrics  # after the stop: a snapshot taken mid-batch can lag the processor's list
 
-    assert full_scan(table_client, replica) == full_scan(table_client, source)
+    assert full_scan(tablestore_client, replica) == full_scan(tablestore_client, source)
     base_records = [r for r in processor.records if r.sequence is None]
     assert len({r.primary_key for r in base_records}) == 90
     assert metrics.records_processed >= len(processor.records) > 90
     assert metrics.checkpoints > 0 and metrics.bytes_read > 0
     assert metrics.lag_s is not None
     assert any("records" in m and "channels" in m for m in caplog.messages)  # progress line
-    desc = tunnel_client.describe_tunnel(source, "copy")
+    desc = tablestore_tunnel_client.describe_tunnel(source, "copy")
     assert all(c.client_id is None for c in desc.channels)  # graceful shutdown released everything
 
 
-def test_factory_gets_one_processor_per_channel_and_shutdowns(tunnel_client: TunnelClient, table_client: Any,
+def test_factory_gets_one_processor_per_channel_and_shutdowns(tablestore_tunnel_client: TunnelClient, tablestore_client: Any,
                                                               unique: str) -> None:
     table = f"{unique}f"
-    table_client.create_table(table_schema(table))
-    load_base_rows(table_client, table, 85)
-    tunnel_id = tunnel_client.create_tunnel(table, "f", TunnelType.BASE_DATA)
+    tablestore_client.create_table(table_schema(table))
+    load_base_rows(tablestore_client, table, 85)
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "f", TunnelType.BASE_DATA)
     made: list[str] = []
     closed: list[str] = []
     seen: list[Any] = []
@@ -122,19 +122,19 @@ def test_factory_gets_one_processor_per_channel_and_shutdowns(tunnel_client: Tun
         return CallbackProcessor(lambda records, c: seen.extend(records),
                                  on_shutdown=lambda: closed.append(ctx.channel_id))
 
-    with TunnelWorker(tunnel_client, tunnel_id, factory, fast_config()):
+    with TunnelWorker(tablestore_tunnel_client, tunnel_id, factory, fast_config()):
         wait_for(lambda: all(c.status.value == "TERMINATED"
-                             for c in tunnel_client.describe_tunnel(table, "f").channels), "base channels")
+                             for c in tablestore_tunnel_client.describe_tunnel(table, "f").channels), "base channels")
     assert len(set(made)) == 3 and sorted(closed) == sorted(made)
     assert len({r.primary_key for r in seen}) == 85
 
 
-def test_max_channel_parallel_bounds_concurrent_processing(tunnel_client: TunnelClient, table_client: Any,
+def test_max_channel_parallel_bounds_concurrent_processing(tablestore_tunnel_client: TunnelClient, tablestore_client: Any,
                                                            unique: str) -> None:
     table = f"{unique}m"
-    table_client.create_table(table_schema(table))
-    load_base_rows(table_client, table, 100)  # 3 base channels, 4 reads each
-    tunnel_id = tunnel_client.create_tunnel(table, "m", TunnelType.BASE_DATA)
+    tablestore_client.create_table(table_schema(table))
+    load_base_rows(tablestore_client, table, 100)  # 3 base channels, 4 reads each
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "m", TunnelType.BASE_DATA)
     lock = threading.Lock()
     active = peak = 0
     keys: set[Any] = set()
@@ -149,6 +149,6 @@ def test_max_channel_parallel_bounds_concurrent_processing(tunnel_client: Tunnel
             active -= 1
             keys.update(r.primary_key for r in records)
 
-    with TunnelWorker(tunnel_client, tunnel_id, CallbackProcessor(slow), fast_config(max_channel_parallel=1)):
+    with TunnelWorker(tablestore_tunnel_client, tunnel_id, CallbackProcessor(slow), fast_config(max_channel_parallel=1)):
         wait_for(lambda: len(keys) == 100, "all rows")
     assert peak == 1

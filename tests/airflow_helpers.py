@@ -1,0 +1,34 @@
+"""Helpers of the Airflow-layer tests (hooks, operators, sensors, triggers, provider info).
+
+The emulator, clients and the ``tablestore_default`` connection come from the package's pytest plugin
+(``airflow_tablestore.pytest_plugin``); this module only names things uniquely and builds schemas.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+from airflow_tablestore.client.model import (
+    PrimaryKeyColumn,
+    PrimaryKeyType,
+    StreamSpec,
+    TableSchema,
+)
+
+CONN_ID = "tablestore_default"
+_counter = itertools.count()
+
+
+def unique(prefix: str) -> str:
+    """A name unique within the session (tables/tunnels share one emulator)."""
+    return f"{prefix}_{os.getpid()}_{next(_counter)}"
+
+
+def simple_schema(name: str, *, stream: bool = True) -> TableSchema:
+    """Two-column primary key (``id`` STRING, ``seq`` INTEGER), stream optionally enabled."""
+    return TableSchema(
+        name=name,
+        primary_key=(PrimaryKeyColumn("id", PrimaryKeyType.STRING), PrimaryKeyColumn("seq", PrimaryKeyType.INTEGER)),
+        stream=StreamSpec(enabled=True, expiration_hours=24) if stream else None,
+    )
