@@ -19,8 +19,8 @@ def get_provider_info() -> dict[str, Any]:
         "package-name": "airflow-provider-tablestore",
         "name": "Alibaba Cloud Tablestore",
         "description": (
-            "`Alibaba Cloud Tablestore (OTS) <https://www.alibabacloud.com/product/table-store>`__ "
-            "tables and Tunnel Service: hooks, operators, a consume-point sensor and its deferrable trigger."
+            "Alibaba Cloud Tablestore (OTS) tables and Tunnel Service: hooks, operators, "
+            "a consume-point sensor and its deferrable trigger."
         ),
         "versions": [__version__],
         "integrations": [

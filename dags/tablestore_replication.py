@@ -68,9 +68,24 @@ def _credential_env() -> dict[str, str]:
 
 
 class TablestoreSparkSubmitOperator(SparkSubmitOperator):
-    """``SparkSubmitOperator`` whose Spark connection id can come from a param (templated)."""
+    """``SparkSubmitOperator`` whose Spark connection id can come from a param (templated), and which fails at
+    once, without retries, when the worker has no ``spark-submit`` or no Java."""
 
     template_fields = (*SparkSubmitOperator.template_fields, "_conn_id")
+
+    def execute(self, context: Any) -> None:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from airflow_tablestore.spark.preflight import spark_submit_problem
+
+        try:  # the binary the hook will run (operator argument, else the connection's spark-binary extra)
+            binary = self._get_hook()._connection["spark_binary"]
+        except Exception:
+            binary = getattr(self, "_spark_binary", None) or "spark-submit"
+        problem = spark_submit_problem(binary)
+        if problem:
+            raise AirflowFailException(problem)
+        super().execute(context)
 
 
 def _consumer_args(phase: str) -> list[str]:

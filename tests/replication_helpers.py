@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from airflow_tablestore import demo
 from airflow_tablestore.client.model import MAX_TIME_DEVIATION, ActionType, Record, RowWrite
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import TunnelClient
+from demo import replication as demo
 
 _names = itertools.count()
 

@@ -46,6 +46,8 @@ def _modules(subpackage: str) -> list[str]:
     [("client", {"airflow", "pyspark"}), ("emulator", {"airflow", "pyspark"}), ("spark", {"airflow"})],
 )
 def test_subpackage_imports_without_forbidden_dependencies(subpackage: str, blocked: set[str]) -> None:
+    if subpackage == "spark":
+        pytest.importorskip("pyspark", reason="the spark extra is not installed (client/emulator-only venv)")
     modules = _modules(subpackage)
     code = _BLOCKER.format(blocked=sorted(blocked), modules=modules)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -67,6 +67,12 @@ def default_spark_factory(options: Any) -> Any:
     def factory() -> Any:
         from pyspark.sql import SparkSession
 
+        from airflow_tablestore.spark.driver import JobError
+        from airflow_tablestore.spark.install_check import jvm_side_problem, python_side_problem
+
+        problem = python_side_problem()
+        if problem:
+            raise JobError(f"inconsistent PySpark install: {problem}")
         # Python workers must have this package and pyarrow: default to the driver's interpreter.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = SparkSession.builder.appName(options.app_name or f"tablestore-{options.tunnel}-{options.phase}")
@@ -74,6 +80,10 @@ def default_spark_factory(options: Any) -> Any:
         builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel(os.environ.get("TABLESTORE_SPARK_LOG_LEVEL", "WARN"))
+        problem = jvm_side_problem(spark)
+        if problem:
+            spark.stop()
+            raise JobError(f"inconsistent PySpark install: {problem}")
         log.info("spark %s, master %s", spark.version, spark.sparkContext.master)
         return spark
 

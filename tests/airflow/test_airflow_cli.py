@@ -52,6 +52,12 @@ def test_providers_list_shows_the_package_with_its_version(airflow_env: dict[str
     lines = [line for line in result.stdout.splitlines() if "airflow-provider-tablestore" in line]
     assert lines, result.stdout[-3000:]
     assert airflow_tablestore.__version__ in lines[0]
+    # the description renders as plain text (no RST link markup such as `...`__ or <https://...>)
+    result = _run(airflow_env, "providers", "list", "-o", "json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (info,) = [p for p in json.loads(result.stdout) if p["package_name"] == "airflow-provider-tablestore"]
+    assert info["description"].startswith("Alibaba Cloud Tablestore (OTS) tables and Tunnel Service")
+    assert not any(mark in info["description"] for mark in ("`", "<http", "__"))
 
 
 @pytest.mark.slow

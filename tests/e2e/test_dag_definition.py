@@ -78,3 +78,16 @@ def test_macro_reads_the_connection_and_masks_secrets(dag_module: ModuleType) ->
     assert SECRET not in str(redact(f"env {SECRET} {STS}")) and STS not in str(redact(STS))
     with pytest.raises(ValueError):
         dag_module.tablestore_setting("ts_test", "password")
+
+
+def test_spark_tasks_fail_at_once_without_spark_submit(dag_module: ModuleType, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """No spark-submit on the worker: one actionable line and no retry (AirflowFailException), before Spark."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    task = dag_module.dag.get_task("full_phase")
+    with pytest.raises(AirflowFailException) as info:
+        task.execute({})
+    assert "spark-submit is not on this worker's PATH" in str(info.value)

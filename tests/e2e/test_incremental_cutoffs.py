@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from replication_helpers import make_source, stream_changes, write_key
 
-from airflow_tablestore import demo
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
@@ -24,6 +23,7 @@ from airflow_tablestore.spark.driver import ConsumerJob, JobSummary
 from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import ParquetSink, read_change_log
+from demo import replication as demo
 
 from .conftest import FAST_JVM, base_rows
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from replication_helpers import make_replica, make_source, stream_changes, write_key
 
-from airflow_tablestore import demo
 from airflow_tablestore.client.model import ChannelStatus, TunnelStage
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.driver import ConsumerJob, JobError
@@ -19,6 +18,7 @@ from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.reader import RoundPlan, run_round_locally
 from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import ParquetSink, TablestoreSink, read_change_log
+from demo import replication as demo
 
 ROWS = 900
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_tablestore import demo
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
 from airflow_tablestore.spark.session import TunnelSession
+from demo import replication as demo
 
 
 def _tunnel(tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: Any, rows: int = 1200) -> tuple[str, str, str]:

@@ -289,7 +289,7 @@ def check_prerequisites() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m airflow_tablestore.demo", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m demo", description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--changes", type=int, default=5_000)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")

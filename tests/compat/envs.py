@@ -1,0 +1,99 @@
+"""Build the virtual environments of the compatibility matrix (``make test-compat``).
+
+Each environment is a fresh venv under ``.venvs/`` named after what it holds, rebuilt when its specification
+changes (a stamp file keeps the spec): an environment is a claim in README.md (a Python, protobuf or Airflow
+version, or one install command), and a test runs the suite that proves the claim inside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+VENVS = REPO / ".venvs"
+TEST_TOOLS = ("pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "jsonschema>=4.20", "pyyaml>=6")
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """A venv: which Python, what to pip install (one resolver run), and whether the checkout is editable."""
+
+    name: str
+    python: str  # "3.11", "3.12", ...
+    requirements: tuple[str, ...]
+    editable: bool = True
+    extras: str = ""
+    test_tools: bool = True
+    install_seconds: list[float] = field(default_factory=list, compare=False, hash=False)
+
+    def stamp(self) -> str:
+        spec = [self.python, self.requirements, self.editable, self.extras, self.test_tools,
+                (REPO / "pyproject.toml").read_text()]
+        return hashlib.sha256(json.dumps(spec).encode()).hexdigest()
+
+
+def find_python(version: str) -> str:
+    """The interpreter for ``version`` (pyenv's versions, then PATH); fails with one line saying how to get it.
+
+    Each candidate is run to confirm its version: pyenv's shims are on PATH even for versions not selected."""
+    candidates = [sys.executable] if sys.version_info[:2] == tuple(int(x) for x in version.split(".")) else []
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    if pyenv_root.is_dir():
+        candidates += [str(p / "bin" / f"python{version}") for p in sorted(pyenv_root.glob(f"{version}.*"), reverse=True)]
+    candidates += [c for c in [shutil.which(f"python{version}")] if c]
+    for candidate in candidates:
+        probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                               capture_output=True, text=True)
+        if probe.returncode == 0 and probe.stdout.strip() == version:
+            return candidate
+    raise RuntimeError(f"Python {version} not found (pyenv or PATH): install it, e.g. `pyenv install {version}`")
+
+
+def build(spec: EnvSpec) -> Path:
+    """The venv's ``bin`` directory, built (or reused when the stamp matches)."""
+    root = VENVS / spec.name
+    stamp_file = root / ".stamp"
+    if stamp_file.exists() and stamp_file.read_text() == spec.stamp():
+        return root / "bin"
+    shutil.rmtree(root, ignore_errors=True)
+    started = time.monotonic()
+    subprocess.run([find_python(spec.python), "-m", "venv", str(root)], check=True)
+    pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, "-U", "pip"], check=True, capture_output=True)
+    target = f"{REPO}[{spec.extras}]" if spec.extras else str(REPO)
+    args = [*pip, *(["-e", target] if spec.editable else [target]), *spec.requirements]
+    if spec.test_tools:
+        args += list(TEST_TOOLS)
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"pip install for {spec.name} failed:\n{result.stderr[-4000:]}")
+    spec.install_seconds.append(time.monotonic() - started)
+    print(f"[compat] built {spec.name} in {spec.install_seconds[-1]:.0f}s", flush=True)
+    stamp_file.write_text(spec.stamp())
+    return root / "bin"
+
+
+def run_pytest(bin_dir: Path, *args: str, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
+    """Run this checkout's tests with the venv's interpreter (its own AIRFLOW_HOME, no inherited venv)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "VIRTUAL_ENV", "PYTHON"))}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run([str(bin_dir / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def pip_versions(bin_dir: Path, *names: str) -> dict[str, str]:
+    """Installed versions of ``names`` in the venv ("-" when absent)."""
+    code = ("import importlib.metadata as m, json, sys\n"
+            "def v(n):\n    try: return m.version(n)\n    except m.PackageNotFoundError: return '-'\n"
+            "print(json.dumps({n: v(n) for n in sys.argv[1:]}))")
+    out = subprocess.run([str(bin_dir / "python"), "-c", code, *names], capture_output=True, text=True, check=True)
+    versions: dict[str, str] = json.loads(out.stdout)
+    return versions
