@@ -6,9 +6,11 @@ import importlib
 import importlib.metadata
 import importlib.util
 import json
+import tomllib
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 import airflow_tablestore
 from airflow_tablestore.get_provider_info import get_provider_info
@@ -65,3 +67,22 @@ def test_declared_modules_and_hook_class_import() -> None:
     assert hook_class.conn_type == "tablestore"
     assert hook_class.default_conn_name == "tablestore_default"
     assert hook_class.conn_name_attr == "tablestore_conn_id"
+
+
+def test_older_python_is_refused_in_one_line() -> None:
+    """pip refuses the install (requires-python); importing the source on Python 3.10 says why in one line."""
+    import subprocess
+
+    from compat.envs import find_python
+
+    try:
+        python = find_python("3.10")
+    except RuntimeError:
+        pytest.skip("no Python 3.10 on this machine")
+    root = Path(airflow_tablestore.__file__).resolve().parents[1]
+    result = subprocess.run([python, "-c", f"import sys; sys.path.insert(0, {str(root)!r}); import airflow_tablestore"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: airflow-provider-tablestore needs Python >= 3.11, this is Python 3.10")
+    assert tomllib.loads((root / "pyproject.toml").read_text())["project"]["requires-python"] == ">=3.11"
