@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
 
 from airflow_tablestore.client.model import (
     PrimaryKeyColumn,
@@ -15,6 +19,7 @@ from airflow_tablestore.client.model import (
     StreamSpec,
     TableSchema,
 )
+from airflow_tablestore.emulator.testing import EmulatorProcess
 
 CONN_ID = "tablestore_default"
 _counter = itertools.count()
@@ -32,3 +37,16 @@ def simple_schema(name: str, *, stream: bool = True) -> TableSchema:
         primary_key=(PrimaryKeyColumn("id", PrimaryKeyType.STRING), PrimaryKeyColumn("seq", PrimaryKeyType.INTEGER)),
         stream=StreamSpec(enabled=True, expiration_hours=24) if stream else None,
     )
+
+
+def own_emulator() -> Any:
+    """A module-scoped ``tablestore_emulator`` override, for test modules that move the emulator's clock (the
+    shared session emulator of the other Airflow-layer tests keeps real time): ``tablestore_emulator =
+    own_emulator()`` at module level."""
+
+    @pytest.fixture(scope="module")
+    def tablestore_emulator() -> Iterator[EmulatorProcess]:
+        with EmulatorProcess() as emulator:
+            yield emulator
+
+    return tablestore_emulator

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from airflow_helpers import unique
+from airflow_helpers import own_emulator, unique
 
 from airflow_tablestore.hooks.tunnel import to_epoch_ns
 
 DAGS_FOLDER = Path(__file__).resolve().parents[1] / "dags"
 AIRFLOW = [str(Path(sys.executable).parent / "airflow")]
+
+tablestore_emulator = own_emulator()  # these tests move the emulator's clock
 
 
 @pytest.fixture(scope="module")

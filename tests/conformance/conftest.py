@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,10 +10,7 @@ import pytest
 
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:  # `benchmarks` is a top-level package of the repository, not installed
-    sys.path.insert(0, str(REPO_ROOT))
-
+# `benchmarks` is a top-level package of the repository (on sys.path through pythonpath in pyproject.toml)
 from benchmarks.oracle import OracleUnavailable, ensure_oracle_venv  # noqa: E402
 
 # pip output meaning "no index to install from", as opposed to a broken environment (which must fail).

@@ -293,6 +293,21 @@ def test_supported_airflow_is_accepted(version: str) -> None:
     assert check_airflow_version(version) >= (3, 2, 0)
 
 
+@pytest.mark.parametrize("module", ["airflow_tablestore.sensors.tunnel", "airflow_tablestore.operators.table",
+                                    "airflow_tablestore.triggers.tunnel", "airflow_tablestore.hooks.tunnel"])
+def test_importing_on_an_older_airflow_fails_first_with_one_line(module: str) -> None:
+    """What a DAG parse on Airflow 3.1 meets: the version line, before any missing ``airflow.sdk`` name."""
+    import subprocess
+    import sys
+
+    code = f"import airflow; airflow.__version__ = '3.1.8'; import {module}"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("airflow_tablestore.version_compat.UnsupportedAirflowError: airflow-provider-tablestore "
+                           "needs Apache Airflow >= 3.2.0, but Airflow 3.1.8 is installed"), result.stderr[-2000:]
+
+
 def test_hook_has_no_legacy_form_methods() -> None:
     """Airflow >= 3.2 reads the form from provider info; the deprecated hook methods would warn at import."""
     assert "get_ui_field_behaviour" not in TablestoreBaseHook.__dict__

@@ -13,7 +13,7 @@ from airflow.sdk.exceptions import (
     AirflowSkipException,
     TaskDeferred,
 )
-from airflow_helpers import unique
+from airflow_helpers import own_emulator, unique
 
 from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.hooks.tunnel import to_epoch_ns
@@ -23,6 +23,8 @@ from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigg
 FUTURE = datetime(2999, 1, 1, tzinfo=UTC)
 PAST = datetime(2000, 1, 1, tzinfo=UTC)
 NO_CONTEXT: Any = {}
+
+tablestore_emulator = own_emulator()  # these tests move the emulator's clock
 
 
 def _sensor(table: str = "t", tunnel: str = "tn", conn: str = "tablestore_default", **kwargs: Any) -> TablestoreTunnelConsumePointSensor:

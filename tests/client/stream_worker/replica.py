@@ -10,8 +10,9 @@ import random
 import sys
 import threading
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
+
+from replication_helpers import apply_records  # as a script: the caller puts tests/ on PYTHONPATH
 
 from airflow_tablestore.client.model import (
     INF_MAX,
@@ -34,10 +35,6 @@ from airflow_tablestore.client.stream_worker import (
     StreamWorkerConfig,
 )
 from airflow_tablestore.client.table import TableClient
-
-if __name__ == "__main__":  # run as a script: make tests/ (the shared helpers) importable, as tests/conftest.py does
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from replication_helpers import apply_records  # noqa: E402
 
 KEYS = [f"k{i:02d}" for i in range(40)]
 PK = (PrimaryKeyColumn("k", PrimaryKeyType.STRING),)

@@ -98,7 +98,10 @@ def test_killed_worker_is_taken_over(tablestore_emulator: EmulatorProcess, table
     leases = LeaseManager(tablestore_client, status)
     proc = subprocess.Popen([sys.executable, str(REPLICA_SCRIPT), tablestore_emulator.endpoint, source, replica, status,
                              "victim"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                 "PYTHONPATH": os.pathsep.join(filter(None, [str(REPLICA_SCRIPT.parents[3]),
+                                                                            str(REPLICA_SCRIPT.parents[2]),
+                                                                            os.environ.get("PYTHONPATH")]))})
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"started"
         sid = StreamClient(transport=tablestore_client.transport).stream_id_of(source)
