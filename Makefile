@@ -7,7 +7,7 @@ export PATH := $(BIN):$(PATH)
 AIRFLOW_VERSION ?= 3.3.2
 PROTO_DIR := airflow_tablestore/protocol
 
-.PHONY: venv test test-compat test-fast demo proto lint typecheck bench emulator clean
+.PHONY: venv test test-compat test-fast demo proto lint bench emulator clean
 
 venv: $(VENV)/.installed
 

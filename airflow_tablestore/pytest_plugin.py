@@ -9,9 +9,11 @@ Installed with the package (``pytest11`` entry point), so any test can ask for t
 Fixtures:
 
 - ``tablestore_emulator`` (session): a running :class:`~airflow_tablestore.emulator.testing.EmulatorProcess` on a
-  free 127.0.0.1 port with a temporary data directory. Override ``tablestore_emulator_args`` to pass command-line
-  flags (e.g. ``["--stream-partitions", "2"]``), or override ``tablestore_emulator`` itself in a conftest
-  (any scope) to give a directory or module its own emulator; the other fixtures follow the override.
+  free 127.0.0.1 port with a temporary data directory. Its flags come from ``tablestore_emulator_args``
+  (session-scoped: override it once, in the root conftest, e.g. ``["--stream-partitions", "2"]``). A directory or
+  module that needs other flags or its own clock overrides ``tablestore_emulator`` itself in its conftest (any
+  scope, e.g. ``scope="module"``); the other fixtures follow the override. (Overriding only the args in a
+  subdirectory would not start a second session emulator: pytest keeps one value per session fixture.)
 - ``tablestore_client`` / ``tablestore_tunnel_client``: a ``TableClient`` / ``TunnelClient`` on it, closed after
   the test.
 - ``tablestore_airflow_conn``: sets ``AIRFLOW_CONN_TABLESTORE_DEFAULT`` to the emulator for the test (no Airflow
@@ -37,7 +39,8 @@ AIRFLOW_CONN_ID = "tablestore_default"
 
 @pytest.fixture(scope="session")
 def tablestore_emulator_args() -> list[str]:
-    """Extra ``tablestore-emulator`` flags for :func:`tablestore_emulator` (override in a conftest)."""
+    """Extra ``tablestore-emulator`` flags of the session emulator (override once, session-scoped, in the root
+    conftest; per-directory flags need a ``tablestore_emulator`` override instead)."""
     return []
 
 

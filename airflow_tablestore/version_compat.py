@@ -51,7 +51,6 @@ def _installed_airflow_version() -> tuple[int, int, int]:
 
 
 AIRFLOW_VERSION = _installed_airflow_version()
-AIRFLOW_V_3_3_PLUS = AIRFLOW_VERSION >= (3, 3, 0)
 
 
 async def amask_secret(secret: str) -> None:

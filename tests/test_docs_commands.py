@@ -1,9 +1,12 @@
-"""Every shell command in README.md and docs/*.md works as written.
+"""Every shell command in README.md and docs/*.md is checked as written.
 
-The shell blocks are extracted and each command is matched to a check: safe commands run for real (in a
-temporary directory, on a free port where the command names one); long-running ones (``make demo``, ``make
-test``, ...) are checked for their target and flags. A command no rule covers fails the test, so a new command
-in the docs must come with a way to prove it.
+The shell blocks are extracted and each command is matched to a check. Safe commands run for real (the emulator
+commands and ``make emulator`` in a temporary directory on a free port, the ``export`` lines, the pytest
+invocations as ``--collect-only``). The rest are checked, not run: ``make test``/``test-compat`` are what CI
+runs, ``make demo``/``lint``/``proto``/``bench`` only expand (``make -n``) here, ``pip install`` lines name the
+package and existing extras (tests/compat installs ``[airflow,spark]`` for real), and ``spark-submit`` lines
+resolve the application path and parse the job's flags. A command no rule covers fails the test, so a new command
+in the docs must come with a way to check it.
 """
 
 from __future__ import annotations

@@ -86,3 +86,9 @@ def test_older_python_is_refused_in_one_line() -> None:
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: airflow-provider-tablestore needs Python >= 3.11, this is Python 3.10")
     assert tomllib.loads((root / "pyproject.toml").read_text())["project"]["requires-python"] == ">=3.11"
+
+
+def test_description_is_plain_text() -> None:
+    """`airflow providers list` prints it as is: no RST link markup."""
+    description = get_provider_info()["description"]
+    assert not any(mark in description for mark in ("`", "<http", "__"))

@@ -26,6 +26,8 @@ def python_side_problem() -> str | None:
     files = getattr(pyspark, "__version__", None)
     full = _installed("pyspark")
     client = _installed("pyspark-client")
+    if full is None and client is None:  # a Spark distribution's python/ (SPARK_HOME), not pip: see the JVM check
+        return None
     if full is None:
         return (f"only pyspark-client {client} is installed (Spark Connect only, no spark-submit or jars): "
                 "pip install 'airflow-provider-tablestore[spark]'")

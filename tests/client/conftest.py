@@ -104,8 +104,8 @@ RANGE_PAGE_ROWS = 7
 
 
 @pytest.fixture(scope="session")
-def table_emulator() -> Iterator[Any]:
-    """One emulator for the table-API tests; small range pages so pagination is exercised."""
+def tablestore_emulator() -> Iterator[Any]:
+    """The client tests' emulator (overrides the plugin's): small range pages so pagination is exercised."""
     from airflow_tablestore.emulator.testing import EmulatorProcess
 
     with EmulatorProcess(extra_args=["--range-page-rows", str(RANGE_PAGE_ROWS)]) as emu:
@@ -114,10 +114,12 @@ def table_emulator() -> Iterator[Any]:
 
 
 @pytest.fixture()
-def table_client(table_emulator: Any) -> Iterator[Any]:
+def table_client(tablestore_emulator: Any) -> Iterator[Any]:
+    """Unlike the plugin's ``tablestore_client``: short timeouts and a 3-attempt retry budget, so error-path
+    tests fail fast."""
     from airflow_tablestore.client import RetryPolicy, TableClient
 
-    with TableClient(**table_emulator.client_kwargs, timeout=(5, 30),
+    with TableClient(**tablestore_emulator.client_kwargs, timeout=(5, 30),
                      retry=RetryPolicy(max_attempts=3, total_budget_s=10)) as client:
         yield client
 

@@ -51,7 +51,7 @@ def _read_all(client: StreamClient, stream_id: str, shard_id: str) -> list[Any]:
     return out
 
 
-def test_list_describe_and_records(table_client: TableClient, stream_client: StreamClient, table_emulator: Any,
+def test_list_describe_and_records(table_client: TableClient, stream_client: StreamClient, tablestore_emulator: Any,
                                    unique_name: str) -> None:
     table_client.create_table(_schema(unique_name))
     table_client.create_table(_schema(unique_name + "_plain", stream=False))
@@ -65,7 +65,7 @@ def test_list_describe_and_records(table_client: TableClient, stream_client: Str
                             [Column("a", "y"), Column("n", None, op=CellOp.DELETE_ALL_VERSIONS)])
     table_client.delete_row(unique_name, [("id", 1)])
     before = stream_client.describe_stream(sid).shards
-    table_emulator.control.split_partition(unique_name, before[0].shard_id)
+    tablestore_emulator.control.split_partition(unique_name, before[0].shard_id)
     desc = stream_client.describe_stream(sid, shard_limit=1)  # one shard per page: follows next_shard_id
     assert desc.status is StreamStatus.ACTIVE and desc.table_name == unique_name and desc.expiration_hours == 24
     assert desc.shards[:len(before)] == before and len(desc.shards) == len(before) + 2
@@ -91,7 +91,7 @@ def test_list_describe_and_records(table_client: TableClient, stream_client: Str
     assert last.next_iterator is None
 
 
-def test_errors_are_typed(table_client: TableClient, stream_client: StreamClient, table_emulator: Any,
+def test_errors_are_typed(table_client: TableClient, stream_client: StreamClient, tablestore_emulator: Any,
                           unique_name: str) -> None:
     with pytest.raises(NotFoundError) as err:
         stream_client.describe_stream("no-such-stream")

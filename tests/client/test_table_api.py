@@ -387,10 +387,10 @@ def test_get_range_forward_pages(table_client: TableClient, range_table: str) ->
     assert next_key is None
 
 
-def test_iter_range_follows_server_pages(table_client: TableClient, range_table: str, table_emulator: Any) -> None:
+def test_iter_range_follows_server_pages(table_client: TableClient, range_table: str, tablestore_emulator: Any) -> None:
     everything = [("region", INF_MIN), ("id", INF_MIN)], [("region", INF_MAX), ("id", INF_MAX)]
     rows, next_key = table_client.get_range(range_table, *everything)
-    assert len(rows) == table_emulator.range_page_rows and next_key is not None
+    assert len(rows) == tablestore_emulator.range_page_rows and next_key is not None
     all_rows = list(table_client.iter_range(range_table, *everything))
     assert [r.get("v") for r in all_rows] == [f"{region}{i}" for region in "abc" for i in range(10)]
     assert len(list(table_client.iter_range(range_table, *everything, limit=12, page_size=5))) == 12
@@ -419,11 +419,11 @@ def test_range_with_columns_and_filter(table_client: TableClient, range_table: s
 # ---- client plumbing ------------------------------------------------------------------------------
 
 
-def test_response_signatures_of_the_emulator_verify(table_emulator: Any, unique_name: str) -> None:
+def test_response_signatures_of_the_emulator_verify(tablestore_emulator: Any, unique_name: str) -> None:
     from airflow_tablestore.client import Credentials, Transport
 
-    credentials = Credentials(table_emulator.access_key_id, table_emulator.access_key_secret)
-    transport = Transport(table_emulator.endpoint, credentials, table_emulator.instance,
+    credentials = Credentials(tablestore_emulator.access_key_id, tablestore_emulator.access_key_secret)
+    transport = Transport(tablestore_emulator.endpoint, credentials, tablestore_emulator.instance,
                           verify_response_signature=True)
     with TableClient(transport=transport) as client:
         _create(client, unique_name)
@@ -434,18 +434,18 @@ def test_response_signatures_of_the_emulator_verify(table_emulator: Any, unique_
 
 @pytest.mark.parametrize("extra", [{"region": "cn-hangzhou"}, {"sts_token": "sts-token"},
                                    {"sts_token": "sts-token", "region": "cn-hangzhou"}])
-def test_v4_and_sts_signing_against_emulator(table_emulator: Any, table_client: TableClient, unique_name: str,
+def test_v4_and_sts_signing_against_emulator(tablestore_emulator: Any, table_client: TableClient, unique_name: str,
                                              extra: dict[str, Any]) -> None:
     table_client.create_table(TableSchema(unique_name, (PrimaryKeyColumn("k", PrimaryKeyType.STRING),)))
-    with TableClient(**table_emulator.client_kwargs, **extra) as client:
+    with TableClient(**tablestore_emulator.client_kwargs, **extra) as client:
         assert unique_name in client.list_tables()
         client.put_row(unique_name, [("k", "a")], {"v": 1})
         row = client.get_row(unique_name, [("k", "a")])
         assert row is not None and row.get("v") == 1
 
 
-def test_shared_transport_and_context_manager(table_emulator: Any) -> None:
-    with TableClient(**table_emulator.client_kwargs) as owner:
+def test_shared_transport_and_context_manager(tablestore_emulator: Any) -> None:
+    with TableClient(**tablestore_emulator.client_kwargs) as owner:
         borrower = TableClient(transport=owner.transport)
         borrower.close()  # does not close a borrowed transport
         assert isinstance(owner.list_tables(), list)

@@ -46,8 +46,8 @@ def table(table_client: TableClient, unique_name: str) -> str:
 
 
 @pytest.fixture()
-def control(table_emulator: Any) -> Iterator[Any]:
-    ctl = table_emulator.control
+def control(tablestore_emulator: Any) -> Iterator[Any]:
+    ctl = tablestore_emulator.control
     try:
         yield ctl
     finally:
@@ -65,10 +65,10 @@ def _assert_service_error(error: TablestoreError, code: str, status: int) -> Non
 # ---- authentication -------------------------------------------------------------------------------
 
 
-def test_wrong_secret_is_auth_failed_and_never_leaks(table_emulator: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_wrong_secret_is_auth_failed_and_never_leaks(tablestore_emulator: Any, caplog: pytest.LogCaptureFixture) -> None:
     secret = "Wrong-Secret-Do-Not-Print-9f8e7d"
     token = "Sts-Token-Do-Not-Print-1a2b3c"
-    kwargs = dict(table_emulator.client_kwargs, access_key_secret=secret)
+    kwargs = dict(tablestore_emulator.client_kwargs, access_key_secret=secret)
     with caplog.at_level(logging.DEBUG), TableClient(**kwargs, sts_token=token) as client:
         with pytest.raises(AuthError) as info:
             client.list_tables()
@@ -79,15 +79,15 @@ def test_wrong_secret_is_auth_failed_and_never_leaks(table_emulator: Any, caplog
         assert secret not in text and token not in text
 
 
-def test_unknown_access_key_id(table_emulator: Any) -> None:
-    kwargs = dict(table_emulator.client_kwargs, access_key_id="nobody")
+def test_unknown_access_key_id(tablestore_emulator: Any) -> None:
+    kwargs = dict(tablestore_emulator.client_kwargs, access_key_id="nobody")
     with TableClient(**kwargs) as client, pytest.raises(AuthError) as info:
         client.list_tables()
     _assert_service_error(info.value, "OTSAuthFailed", 403)
 
 
-def test_unknown_instance(table_emulator: Any) -> None:
-    kwargs = dict(table_emulator.client_kwargs, instance_name="no-such-instance")
+def test_unknown_instance(tablestore_emulator: Any) -> None:
+    kwargs = dict(tablestore_emulator.client_kwargs, instance_name="no-such-instance")
     with TableClient(**kwargs) as client, pytest.raises(TablestoreError) as info:
         client.list_tables()
     assert info.value.http_status is not None and 400 <= info.value.http_status < 500
@@ -251,10 +251,10 @@ def test_server_error_retried_for_reads_not_writes(table_client: TableClient, ta
     assert control.state()["faults"] == []
 
 
-def test_throttling_exhausts_attempts(table_emulator: Any, table: str, control: Any) -> None:
+def test_throttling_exhausts_attempts(tablestore_emulator: Any, table: str, control: Any) -> None:
     control.add_fault("/GetRow", "OTSServerBusy", status=503, count=10)
     policy = RetryPolicy(max_attempts=3, base_delay_s=0.0, throttle_base_delay_s=0.0)
-    with TableClient(**table_emulator.client_kwargs, retry=policy) as client, pytest.raises(TablestoreError) as info:
+    with TableClient(**tablestore_emulator.client_kwargs, retry=policy) as client, pytest.raises(TablestoreError) as info:
         client.get_row(table, [("k", "a"), ("n", 1)])
     assert info.value.code == "OTSServerBusy"
     assert control.state()["faults"][0]["count"] == 7

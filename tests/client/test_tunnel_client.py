@@ -40,44 +40,28 @@ _ids = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def emu() -> Iterator[EmulatorProcess]:
+def tablestore_emulator() -> Iterator[EmulatorProcess]:
     with EmulatorProcess(extra_args=["--base-channel-rows", "10", "--max-read-records", "4",
                                      "--stream-partitions", "2", "--log-level", "WARNING"]) as e:
         yield e
 
 
-@pytest.fixture(scope="module")
-def tables(emu: EmulatorProcess) -> Iterator[Any]:
-    from airflow_tablestore.client.table import TableClient
-
-    client = TableClient(**emu.client_kwargs)
-    yield client
-    client.close()
-
-
-@pytest.fixture()
-def tc(emu: EmulatorProcess) -> Iterator[TunnelClient]:
-    client = TunnelClient(**emu.client_kwargs)
-    yield client
-    client.close()
-
-
-def _table(tables: Any, rows: int = 0) -> str:
+def _table(tablestore_client: Any, rows: int = 0) -> str:
     name = f"tc{next(_ids)}"
-    tables.create_table(TableSchema(
+    tablestore_client.create_table(TableSchema(
         name=name, primary_key=(PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),),
         options=TableOptions(max_versions=3), stream=StreamSpec(enabled=True, expiration_hours=24),
     ))
     for i in range(rows):
-        tables.put_row(name, (("id", i),), [Column("v", f"row{i}")])
+        tablestore_client.put_row(name, (("id", i),), [Column("v", f"row{i}")])
     return name
 
 
-def test_create_describe_list_get_id_delete(tc: TunnelClient, tables: Any) -> None:
-    table = _table(tables, rows=25)
-    tunnel_id = tc.create_tunnel(table, "t1", TunnelType.BASE_AND_STREAM)
+def test_create_describe_list_get_id_delete(tablestore_tunnel_client: TunnelClient, tablestore_client: Any) -> None:
+    table = _table(tablestore_client, rows=25)
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "t1", TunnelType.BASE_AND_STREAM)
     assert tunnel_id
-    desc = tc.describe_tunnel(table, "t1")
+    desc = tablestore_tunnel_client.describe_tunnel(table, "t1")
     assert desc.tunnel.tunnel_id == tunnel_id
     assert (desc.tunnel.table_name, desc.tunnel.tunnel_name) == (table, "t1")
     assert desc.tunnel.tunnel_type is TunnelType.BASE_AND_STREAM
@@ -90,133 +74,133 @@ def test_create_describe_list_get_id_delete(tc: TunnelClient, tables: Any) -> No
     assert all(c.status is ChannelStatus.WAIT and c.client_id is None for c in base)
     assert desc.consume_point is None or desc.consume_point.tzinfo is not None
 
-    assert tc.get_tunnel_id(table, "t1") == tunnel_id
-    listed = tc.list_tunnels(table)
+    assert tablestore_tunnel_client.get_tunnel_id(table, "t1") == tunnel_id
+    listed = tablestore_tunnel_client.list_tunnels(table)
     assert [t.tunnel_id for t in listed] == [tunnel_id]
-    assert tunnel_id in {t.tunnel_id for t in tc.list_tunnels()}
+    assert tunnel_id in {t.tunnel_id for t in tablestore_tunnel_client.list_tunnels()}
 
     with pytest.raises(AlreadyExistsError) as exc:
-        tc.create_tunnel(table, "t1", TunnelType.STREAM)
+        tablestore_tunnel_client.create_tunnel(table, "t1", TunnelType.STREAM)
     assert exc.value.code == "OTSTunnelExist" and exc.value.request_id
 
-    tc.delete_tunnel(table, "t1")
-    assert tc.list_tunnels(table) == []
+    tablestore_tunnel_client.delete_tunnel(table, "t1")
+    assert tablestore_tunnel_client.list_tunnels(table) == []
     with pytest.raises(TunnelNotFoundError) as gone:
-        tc.describe_tunnel(table, "t1")
+        tablestore_tunnel_client.describe_tunnel(table, "t1")
     assert gone.value.code == "OTSParameterInvalid" and gone.value.http_status == 400
 
 
-def test_stream_tunnel_config_round_trips(tc: TunnelClient, tables: Any) -> None:
-    table = _table(tables)
+def test_stream_tunnel_config_round_trips(tablestore_tunnel_client: TunnelClient, tablestore_client: Any) -> None:
+    table = _table(tablestore_client)
     start = datetime.now(UTC) - timedelta(minutes=5)
     end = start + timedelta(hours=1)
-    tc.create_tunnel(table, "backfill", TunnelType.STREAM, stream_start=start, stream_end=to_ns(end))
-    info = tc.describe_tunnel(table, "backfill").tunnel
+    tablestore_tunnel_client.create_tunnel(table, "backfill", TunnelType.STREAM, stream_start=start, stream_end=to_ns(end))
+    info = tablestore_tunnel_client.describe_tunnel(table, "backfill").tunnel
     assert info.stream_start_ns == to_ns(start)
     assert info.stream_end_ns == to_ns(end)
     with pytest.raises(TablestoreClientError):
-        tc.create_tunnel(table, "bad", TunnelType.STREAM, stream_start=end, stream_end=start)
+        tablestore_tunnel_client.create_tunnel(table, "bad", TunnelType.STREAM, stream_start=end, stream_end=start)
 
 
-def test_consume_a_base_tunnel_by_hand(tc: TunnelClient, tables: Any) -> None:
-    table = _table(tables, rows=25)
-    tunnel_id = tc.create_tunnel(table, "base", TunnelType.BASE_DATA)
-    client_id = tc.connect(tunnel_id, timeout_s=30, client_tag="unit")
+def test_consume_a_base_tunnel_by_hand(tablestore_tunnel_client: TunnelClient, tablestore_client: Any) -> None:
+    table = _table(tablestore_client, rows=25)
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "base", TunnelType.BASE_DATA)
+    client_id = tablestore_tunnel_client.connect(tunnel_id, timeout_s=30, client_tag="unit")
     assert client_id
-    channels = tc.heartbeat(tunnel_id, client_id, [])
+    channels = tablestore_tunnel_client.heartbeat(tunnel_id, client_id, [])
     assert len(channels) == 3
     assert all(isinstance(c, Channel) and c.status is ChannelStatus.OPEN and c.version >= 1 for c in channels)
-    desc = tc.describe_tunnel(table, "base")
+    desc = tablestore_tunnel_client.describe_tunnel(table, "base")
     assert {c.client_id for c in desc.channels} == {client_id}
 
     seen: list[int] = []
     for ch in channels:
-        token, seq = tc.get_checkpoint(tunnel_id, client_id, ch.channel_id)
+        token, seq = tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, ch.channel_id)
         assert token != FINISHED and not is_stream_token(token)
         while token != FINISHED:
-            result = tc.read_records(tunnel_id, client_id, ch.channel_id, token)
+            result = tablestore_tunnel_client.read_records(tunnel_id, client_id, ch.channel_id, token)
             assert len(result.records) <= 4 and result.size_bytes > 0
             for rec in result.records:
                 assert rec.action is ActionType.PUT_ROW and rec.sequence is None
                 assert rec.columns[0].name == "v" and rec.columns[0].timestamp
                 seen.append(rec.primary_key[0][1])  # type: ignore[arg-type]
             seq += 1
-            tc.checkpoint(tunnel_id, client_id, ch.channel_id, result.next_token, seq)
+            tablestore_tunnel_client.checkpoint(tunnel_id, client_id, ch.channel_id, result.next_token, seq)
             token = result.next_token
-        assert tc.get_checkpoint(tunnel_id, client_id, ch.channel_id) == (FINISHED, seq)
+        assert tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, ch.channel_id) == (FINISHED, seq)
         with pytest.raises(TablestoreClientError):
-            tc.read_records(tunnel_id, client_id, ch.channel_id, FINISHED)
+            tablestore_tunnel_client.read_records(tunnel_id, client_id, ch.channel_id, FINISHED)
     assert sorted(seen) == list(range(25))
 
     # Report TERMINATED (version + 1); the server stops assigning them.
-    after = tc.heartbeat(tunnel_id, client_id,
+    after = tablestore_tunnel_client.heartbeat(tunnel_id, client_id,
                          [Channel(c.channel_id, c.version + 1, ChannelStatus.TERMINATED) for c in channels])
     assert after == []
-    statuses = {c.status for c in tc.describe_tunnel(table, "base").channels}
+    statuses = {c.status for c in tablestore_tunnel_client.describe_tunnel(table, "base").channels}
     assert statuses <= {ChannelStatus.TERMINATED}
 
-    tc.shutdown(tunnel_id, client_id)
+    tablestore_tunnel_client.shutdown(tunnel_id, client_id)
     with pytest.raises(ResourceGoneError) as gone:
-        tc.heartbeat(tunnel_id, client_id, [])
+        tablestore_tunnel_client.heartbeat(tunnel_id, client_id, [])
     assert gone.value.http_status == 410
 
 
-def test_checkpoint_sequence_mismatch_and_stream_reads(tc: TunnelClient, tables: Any) -> None:
-    table = _table(tables)
-    tunnel_id = tc.create_tunnel(table, "s", TunnelType.STREAM)
+def test_checkpoint_sequence_mismatch_and_stream_reads(tablestore_tunnel_client: TunnelClient, tablestore_client: Any) -> None:
+    table = _table(tablestore_client)
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "s", TunnelType.STREAM)
     for i in range(6):
-        tables.put_row(table, (("id", i),), [Column("v", i * 1.5)])
-    tables.update_row(table, (("id", 0),), [Column("v", op=CellOp.DELETE_ALL_VERSIONS)])
-    tables.delete_row(table, (("id", 1),))
-    client_id = tc.connect(tunnel_id, timeout_s=30)
-    channels = tc.heartbeat(tunnel_id, client_id, [])
+        tablestore_client.put_row(table, (("id", i),), [Column("v", i * 1.5)])
+    tablestore_client.update_row(table, (("id", 0),), [Column("v", op=CellOp.DELETE_ALL_VERSIONS)])
+    tablestore_client.delete_row(table, (("id", 1),))
+    client_id = tablestore_tunnel_client.connect(tunnel_id, timeout_s=30)
+    channels = tablestore_tunnel_client.heartbeat(tunnel_id, client_id, [])
     assert len(channels) == 2 and all(c.status is ChannelStatus.OPEN for c in channels)
     records = []
     for ch in channels:
-        token, seq = tc.get_checkpoint(tunnel_id, client_id, ch.channel_id)
+        token, seq = tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, ch.channel_id)
         assert is_stream_token(token)
         for _ in range(10):
-            result = tc.read_records(tunnel_id, client_id, ch.channel_id, token)
+            result = tablestore_tunnel_client.read_records(tunnel_id, client_id, ch.channel_id, token)
             records.extend(result.records)
             token = result.next_token
             if not result.records:
                 break
-        tc.checkpoint(tunnel_id, client_id, ch.channel_id, token, seq + 1)
+        tablestore_tunnel_client.checkpoint(tunnel_id, client_id, ch.channel_id, token, seq + 1)
         with pytest.raises(SequenceNumberMismatchError) as stale:
-            tc.checkpoint(tunnel_id, client_id, ch.channel_id, token, seq + 1)
+            tablestore_tunnel_client.checkpoint(tunnel_id, client_id, ch.channel_id, token, seq + 1)
         assert stale.value.code == "OTSSequenceNumberNotMatch"
-        assert tc.get_checkpoint(tunnel_id, client_id, ch.channel_id) == (token, seq + 1)
+        assert tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, ch.channel_id) == (token, seq + 1)
     actions = sorted(r.action for r in records)
     assert actions.count(ActionType.PUT_ROW) == 6
     assert ActionType.UPDATE_ROW in actions and ActionType.DELETE_ROW in actions
     assert all(r.sequence is not None and r.sequence.timestamp > 0 for r in records)
-    desc = tc.describe_tunnel(table, "s")
+    desc = tablestore_tunnel_client.describe_tunnel(table, "s")
     assert desc.tunnel.stage is TunnelStage.PROCESS_STREAM
     assert all(c.consume_point_ns > 0 for c in desc.channels)
     assert desc.consume_point is not None
 
 
-def test_schedule_suspends_a_channel(tc: TunnelClient, tables: Any) -> None:
-    table = _table(tables)
-    tunnel_id = tc.create_tunnel(table, "sched", TunnelType.STREAM)
-    client_id = tc.connect(tunnel_id, timeout_s=30)
-    channels = tc.heartbeat(tunnel_id, client_id, [])
+def test_schedule_suspends_a_channel(tablestore_tunnel_client: TunnelClient, tablestore_client: Any) -> None:
+    table = _table(tablestore_client)
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "sched", TunnelType.STREAM)
+    client_id = tablestore_tunnel_client.connect(tunnel_id, timeout_s=30)
+    channels = tablestore_tunnel_client.heartbeat(tunnel_id, client_id, [])
     target = channels[0]
-    tc.schedule(tunnel_id, [Channel(target.channel_id, 0, ChannelStatus.CLOSING)])
-    again = {c.channel_id: c for c in tc.heartbeat(tunnel_id, client_id, channels)}
+    tablestore_tunnel_client.schedule(tunnel_id, [Channel(target.channel_id, 0, ChannelStatus.CLOSING)])
+    again = {c.channel_id: c for c in tablestore_tunnel_client.heartbeat(tunnel_id, client_id, channels)}
     assert again[target.channel_id].status is ChannelStatus.CLOSING
     assert again[target.channel_id].version > target.version
 
 
-def test_errors_for_unknown_tunnel_and_client(tc: TunnelClient, tables: Any) -> None:
+def test_errors_for_unknown_tunnel_and_client(tablestore_tunnel_client: TunnelClient, tablestore_client: Any) -> None:
     with pytest.raises(TunnelNotFoundError):
-        tc.connect("no-such-tunnel")
-    table = _table(tables)
-    tunnel_id = tc.create_tunnel(table, "x", TunnelType.STREAM)
+        tablestore_tunnel_client.connect("no-such-tunnel")
+    table = _table(tablestore_client)
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "x", TunnelType.STREAM)
     with pytest.raises(ResourceGoneError):
-        tc.heartbeat(tunnel_id, "never-connected", [])
+        tablestore_tunnel_client.heartbeat(tunnel_id, "never-connected", [])
     with pytest.raises(TunnelNotFoundError):
-        tc.delete_tunnel(table, "nope")
+        tablestore_tunnel_client.delete_tunnel(table, "nope")
 
 
 def test_helpers_and_constructor_validation() -> None:
@@ -264,25 +248,25 @@ def test_decode_records_maps_actions_sequence_and_origin_columns() -> None:
 
 
 def test_idempotent_calls_are_retried_and_state_changes_are_not(
-    tc: TunnelClient, tables: Any, emu: EmulatorProcess
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any, tablestore_emulator: EmulatorProcess
 ) -> None:
     from airflow_tablestore.client.errors import ServerError
 
-    table = _table(tables, rows=3)
-    tunnel_id = tc.create_tunnel(table, "retry", TunnelType.BASE_DATA)
-    client_id = tc.connect(tunnel_id, timeout_s=30)
-    (channel,) = tc.heartbeat(tunnel_id, client_id, [])
-    emu.control.add_fault("/tunnel/readrecords", "OTSTunnelServerUnavailable", status=503, count=2)
-    emu.control.add_fault("/tunnel/describe", "OTSInternalServerError", status=500, count=1)
-    token, seq = tc.get_checkpoint(tunnel_id, client_id, channel.channel_id)
-    result = tc.read_records(tunnel_id, client_id, channel.channel_id, token)  # two 503s, then success
+    table = _table(tablestore_client, rows=3)
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "retry", TunnelType.BASE_DATA)
+    client_id = tablestore_tunnel_client.connect(tunnel_id, timeout_s=30)
+    (channel,) = tablestore_tunnel_client.heartbeat(tunnel_id, client_id, [])
+    tablestore_emulator.control.add_fault("/tunnel/readrecords", "OTSTunnelServerUnavailable", status=503, count=2)
+    tablestore_emulator.control.add_fault("/tunnel/describe", "OTSInternalServerError", status=500, count=1)
+    token, seq = tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, channel.channel_id)
+    result = tablestore_tunnel_client.read_records(tunnel_id, client_id, channel.channel_id, token)  # two 503s, then success
     assert len(result.records) == 3
-    assert tc.describe_tunnel(table, "retry").tunnel.tunnel_id == tunnel_id
-    assert emu.control.state()["faults"] == []  # every injected failure was hit, and retried through
+    assert tablestore_tunnel_client.describe_tunnel(table, "retry").tunnel.tunnel_id == tunnel_id
+    assert tablestore_emulator.control.state()["faults"] == []  # every injected failure was hit, and retried through
     # A state change is not retried on a server error: the first attempt may have been applied.
-    emu.control.add_fault("/tunnel/checkpoint", "OTSInternalServerError", status=500, count=1)
+    tablestore_emulator.control.add_fault("/tunnel/checkpoint", "OTSInternalServerError", status=500, count=1)
     with pytest.raises(ServerError) as exc:
-        tc.checkpoint(tunnel_id, client_id, channel.channel_id, result.next_token, seq + 1)
+        tablestore_tunnel_client.checkpoint(tunnel_id, client_id, channel.channel_id, result.next_token, seq + 1)
     assert exc.value.code == "OTSInternalServerError" and exc.value.http_status == 500
-    tc.checkpoint(tunnel_id, client_id, channel.channel_id, result.next_token, seq + 1)  # fault consumed
-    assert tc.get_checkpoint(tunnel_id, client_id, channel.channel_id) == (result.next_token, seq + 1)
+    tablestore_tunnel_client.checkpoint(tunnel_id, client_id, channel.channel_id, result.next_token, seq + 1)  # fault consumed
+    assert tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, channel.channel_id) == (result.next_token, seq + 1)

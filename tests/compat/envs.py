@@ -34,9 +34,19 @@ class EnvSpec:
     test_tools: bool = True
     install_seconds: list[float] = field(default_factory=list, compare=False, hash=False)
 
-    def stamp(self) -> str:
-        spec = [self.python, self.requirements, self.editable, self.extras, self.test_tools,
+    def stamp(self, interpreter: str) -> str:
+        """What the venv was built from: spec, interpreter, pyproject.toml, and for a non-editable install the
+        package sources too (a copy of them is what the venv runs)."""
+        version = subprocess.run([interpreter, "-c", "import sys; print(sys.version)"], capture_output=True,
+                                 text=True, check=True).stdout
+        spec = [self.python, version, self.requirements, self.editable, self.extras, self.test_tools,
                 (REPO / "pyproject.toml").read_text()]
+        if not self.editable:
+            sources = hashlib.sha256()
+            for path in sorted((REPO / "airflow_tablestore").rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    sources.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+            spec.append(sources.hexdigest())
         return hashlib.sha256(json.dumps(spec).encode()).hexdigest()
 
 
@@ -47,7 +57,11 @@ def find_python(version: str) -> str:
     candidates = [sys.executable] if sys.version_info[:2] == tuple(int(x) for x in version.split(".")) else []
     pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
     if pyenv_root.is_dir():
-        candidates += [str(p / "bin" / f"python{version}") for p in sorted(pyenv_root.glob(f"{version}.*"), reverse=True)]
+        def release(path: Path) -> tuple[int, ...]:
+            return tuple(int(x) if x.isdigit() else -1 for x in path.name.split("."))
+
+        installed = sorted(pyenv_root.glob(f"{version}.*"), key=release, reverse=True)
+        candidates += [str(p / "bin" / f"python{version}") for p in installed]
     candidates += [c for c in [shutil.which(f"python{version}")] if c]
     for candidate in candidates:
         probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
@@ -61,13 +75,19 @@ def build(spec: EnvSpec) -> Path:
     """The venv's ``bin`` directory, built (or reused when the stamp matches)."""
     root = VENVS / spec.name
     stamp_file = root / ".stamp"
-    if stamp_file.exists() and stamp_file.read_text() == spec.stamp():
+    interpreter = find_python(spec.python)
+    stamp = spec.stamp(interpreter)
+    if stamp_file.exists() and stamp_file.read_text() == stamp:
         return root / "bin"
     shutil.rmtree(root, ignore_errors=True)
+    if not spec.editable:  # a stale setuptools build/ tree would leak deleted modules into the wheel
+        shutil.rmtree(REPO / "build", ignore_errors=True)
     started = time.monotonic()
-    subprocess.run([find_python(spec.python), "-m", "venv", str(root)], check=True)
+    subprocess.run([interpreter, "-m", "venv", str(root)], check=True)
     pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, "-U", "pip"], check=True, capture_output=True)
+    upgrade = subprocess.run([*pip, "-U", "pip"], capture_output=True, text=True)
+    if upgrade.returncode != 0:
+        raise RuntimeError(f"pip self-upgrade in {spec.name} failed:\n{upgrade.stderr[-4000:]}")
     target = f"{REPO}[{spec.extras}]" if spec.extras else str(REPO)
     args = [*pip, *(["-e", target] if spec.editable else [target]), *spec.requirements]
     if spec.test_tools:
@@ -77,7 +97,7 @@ def build(spec: EnvSpec) -> Path:
         raise RuntimeError(f"pip install for {spec.name} failed:\n{result.stderr[-4000:]}")
     spec.install_seconds.append(time.monotonic() - started)
     print(f"[compat] built {spec.name} in {spec.install_seconds[-1]:.0f}s", flush=True)
-    stamp_file.write_text(spec.stamp())
+    stamp_file.write_text(stamp)
     return root / "bin"
 
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,6 +22,9 @@ from pathlib import Path
 import pytest
 
 from .envs import EnvSpec, build, pip_versions, run_pytest
+
+# Each test builds a venv (minutes on a cold pip cache) and runs a suite inside it: more than the 600 s default.
+pytestmark = pytest.mark.timeout(3600)
 
 CORE_TESTS = ("tests/client", "tests/emulator", "tests/protocol", "tests/test_layering.py",
               "tests/test_pytest_plugin.py", "-m", "not slow and not oracle")
@@ -107,9 +111,13 @@ def test_one_install_command_gives_a_consistent_spark_environment() -> None:
     assert versions["pyspark"] == versions["pyspark-client"] == files, (versions, files)
     assert int(versions["pandas"].split(".")[0]) < 3, versions  # PySpark warns on pandas >= 3
 
-    env_path = f"{bin_dir}:/usr/bin:/bin"  # what a user's shell with the venv activated finds first
+    # What a user's shell with the venv activated finds: the venv's bin first, then the system (and Java).
+    env = {"PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(Path.home())}
+    if os.environ.get("JAVA_HOME"):
+        env["JAVA_HOME"] = os.environ["JAVA_HOME"]
+        env["PATH"] += f":{os.environ['JAVA_HOME']}/bin"
     result = subprocess.run([str(bin_dir / "python"), "-c", REPLICATE], capture_output=True, text=True,
-                            timeout=900, env={"PATH": env_path, "HOME": str(Path.home())}, cwd="/")
+                            timeout=900, env=env, cwd="/")
     assert result.returncode == 0, result.stderr[-4000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["rc"] == 0, report["output"]

@@ -46,6 +46,12 @@ def test_only_the_client_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     assert problem is not None and "[spark]" in problem
 
 
+def test_spark_distribution_without_pip_metadata_is_left_to_the_jvm_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PySpark from $SPARK_HOME/python (a cluster's Spark, not pip) has no distribution metadata at all."""
+    _versions(monkeypatch, files="4.2.0", full=None, client=None)
+    assert install_check.python_side_problem() is None
+
+
 def test_files_of_another_version_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     _versions(monkeypatch, files="4.1.0", full="4.2.0", client=None)
     problem = install_check.python_side_problem()
