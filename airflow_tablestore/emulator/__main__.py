@@ -12,7 +12,8 @@ import tempfile
 import threading
 from types import FrameType
 
-from airflow_tablestore.emulator.config import parse_args
+from airflow_tablestore.emulator.clock import ClockError
+from airflow_tablestore.emulator.config import SECRET_ENV, is_loopback, parse_args
 from airflow_tablestore.emulator.server import Emulator
 
 
@@ -48,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         emulator = Emulator(config, data_dir)
+    except ClockError as exc:
+        print(f"tablestore-emulator: {exc}", file=sys.stderr)
+        return 2
     except (OSError, sqlite3.Error) as exc:
         print(f"tablestore-emulator: cannot start on {config.host}:{config.port} with data in {data_dir}: "
               f"{exc}", file=sys.stderr)
@@ -62,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
             logging.getLogger(__name__).info("signal %s: shutting down", signum)
             threading.Thread(target=emulator.httpd.shutdown, daemon=True).start()
 
+    if not is_loopback(config.host):
+        print(f"tablestore-emulator: WARNING: listening on {config.host}, not only on loopback: anyone who can reach "
+              "this port can read and write its data with the (well-known) default credentials unless you set "
+              f"your own secret (${SECRET_ENV} or --access-key-secret-file)", file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     print(

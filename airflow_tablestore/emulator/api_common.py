@@ -7,9 +7,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.message import Message
 
 from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid, table_not_found
+from airflow_tablestore.emulator.messages import parse_request
 from airflow_tablestore.emulator.storage import Store, TableInfo
 
 Handler = Callable[[bytes], Message]
@@ -57,15 +58,8 @@ def invalid_pk(message: str) -> EmulatorError:
 
 
 def parse(cls: type[Message], body: bytes) -> Any:
-    """Parse a request message; 400 on garbage or missing required fields."""
-    try:
-        msg = cls.FromString(body)
-    except (DecodeError, ValueError, RuntimeError):
-        raise parameter_invalid("Parse PBMessage from RawString failed.") from None
-    if not msg.IsInitialized():
-        missing = ", ".join(msg.FindInitializationErrors())  # type: ignore[attr-defined]
-        raise parameter_invalid(f"Parse PBMessage from RawString failed: missing required fields: {missing}.")
-    return msg
+    """Parse a request message; 400 on garbage, missing required fields or non-UTF-8 text."""
+    return parse_request(cls, body, "Parse PBMessage from RawString failed.")
 
 
 def set_consumed(consumed: Any, read: int = 0, write: int = 0) -> None:

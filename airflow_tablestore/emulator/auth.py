@@ -15,7 +15,8 @@ EMPTY_MD5 = "1B2M2Y8AsgTpgAmY7PhCfg=="
 MAX_SKEW_S = 15 * 60
 _SIG_HEADERS = ("x-ots-signature", "x-ots-signaturev4")
 _REQUIRED = ("x-ots-date", "x-ots-apiversion", "x-ots-accesskeyid", "x-ots-instancename", "x-ots-contentmd5")
-_DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d*))?Z$")
+# At most 9 fraction digits (ns): a longer fraction is malformed, not a number to convert digit by digit.
+_DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{0,9}))?Z$")
 
 
 def content_md5(body: bytes) -> str:
@@ -76,6 +77,17 @@ def format_date(epoch_s: float) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
+def _same_signature(expected: str, given: str) -> bool:
+    """Constant-time comparison that tolerates any header text (http.server decodes headers as latin-1;
+    ``hmac.compare_digest`` refuses non-ASCII ``str``)."""
+    return hmac.compare_digest(expected.encode(), given.encode("utf-8", "surrogateescape"))
+
+
+def _shown(text: str, limit: int = 64) -> str:
+    """A header value as it may appear in an error message (bounded)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def response_key(headers: Mapping[str, str], access_key_secret: str) -> str:
     """The key that signs the response to a request: the derived V4 key for V4 requests, else the secret."""
     date, region = headers.get("x-ots-signdate"), headers.get("x-ots-signregion")
@@ -116,25 +128,25 @@ def verify_request(
     if headers["x-ots-accesskeyid"] != access_key_id:
         raise auth_failed("The AccessKeyID does not exist.")
     if headers["x-ots-instancename"] != instance:
-        raise auth_failed(f"The instance is not found: {headers['x-ots-instancename']}.")
+        raise auth_failed(f"The instance is not found: {_shown(headers['x-ots-instancename'])}.")
     if headers["x-ots-contentmd5"] != content_md5(body):
         raise auth_failed("Mismatch between MD5 value of request body and x-ots-contentmd5 in header.")
     date_text = headers["x-ots-date"]
     when = parse_date(date_text)
     if when is None:
-        raise EmulatorError("OTSParameterInvalid", f"Invalid date format: {date_text}.", 400)
+        raise EmulatorError("OTSParameterInvalid", f"Invalid date format: {_shown(date_text)}.", 400)
     if abs(when - now_s) > MAX_SKEW_S:
-        raise auth_failed(f"Mismatch between system time and x-ots-date: {date_text}.")
+        raise auth_failed(f"Mismatch between system time and x-ots-date: {_shown(date_text)}.")
     if v4:
         date = headers.get("x-ots-signdate", "")
         region = headers.get("x-ots-signregion", "")
         if not date or not region:
             raise EmulatorError("OTSParameterInvalid", "Missing header: x-ots-signdate/x-ots-signregion.", 400)
         key = v4_key(access_key_secret, date, region)
-        if not hmac.compare_digest(sign_v4(key, uri, headers), v4):
+        if not _same_signature(sign_v4(key, uri, headers), v4):
             raise auth_failed("Signature mismatch.")
         return key
     assert v2 is not None
-    if not hmac.compare_digest(sign_v2(access_key_secret, uri, headers), v2):
+    if not _same_signature(sign_v2(access_key_secret, uri, headers), v2):
         raise auth_failed("Signature mismatch.")
     return access_key_secret

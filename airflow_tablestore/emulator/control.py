@@ -1,12 +1,17 @@
 """The ``/_emulator/*`` JSON control surface (time travel, stream partitions, retention, faults, state).
 
-Requests are ``POST /_emulator/<op>`` with a JSON object body and the header ``x-emulator-access-key-id``
-equal to the emulator's AccessKey ID (no signature: it is a test back door on a local port). Answers are
-JSON; errors are ``{"error": "..."}`` with status 400/403/404. :class:`ControlClient` wraps every op.
+Requests are ``POST /_emulator/<op>`` with a JSON object body, signed with the emulator's AccessKey secret:
+``x-emulator-date`` (epoch seconds, within 15 minutes of the emulator's wall clock) and ``x-emulator-signature``
+= base64(HMAC-SHA256(secret, ``"<op>\n<date>\n<sha256 hex of the body>"``)). The AccessKey ID alone (which every
+signed response carries) does not open it. Answers are JSON; errors are ``{"error": "..."}`` with status
+400/403/404. :class:`ControlClient` signs and wraps every op.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import threading
 import time
@@ -21,7 +26,15 @@ from airflow_tablestore.emulator.errors import EmulatorError
 from airflow_tablestore.emulator.storage import Store
 
 CONTROL_PREFIX = "/_emulator/"
-CONTROL_HEADER = "x-emulator-access-key-id"
+DATE_HEADER = "x-emulator-date"
+SIGNATURE_HEADER = "x-emulator-signature"
+MAX_SKEW_S = 15 * 60
+
+
+def control_signature(secret: str, op: str, date: str, body: bytes) -> str:
+    """The ``x-emulator-signature`` of a control request."""
+    message = f"{op}\n{date}\n{hashlib.sha256(body).hexdigest()}".encode()
+    return base64.b64encode(hmac.new(secret.encode(), message, hashlib.sha256).digest()).decode("ascii")
 
 
 @dataclass
@@ -86,6 +99,9 @@ class ControlApi:
         if op == "time/advance":
             self.clock.advance(float(payload["seconds"]))
             return {"offset_seconds": self.clock.offset_seconds, "now_us": self.clock.now_us()}
+        if op == "time/set":
+            self.clock.set_now(float(payload["epoch_seconds"]))
+            return {"offset_seconds": self.clock.offset_seconds, "now_us": self.clock.now_us()}
         if op == "stream/split":
             children = self.store.split_partition(payload["table"], payload.get("partition_id"))
             return {"children": [p._asdict() for p in children]}
@@ -126,10 +142,27 @@ class ControlApi:
             }
         raise KeyError(f"unknown control op: {op}")
 
+    def authorized(self, op: str, headers: dict[str, str], body: bytes) -> str | None:
+        """``None`` when the request is signed with the emulator's secret and dated now; else why not."""
+        date, signature = headers.get(DATE_HEADER, ""), headers.get(SIGNATURE_HEADER, "")
+        if not date or not signature:
+            return f"control requests must be signed ({DATE_HEADER}, {SIGNATURE_HEADER}): use ControlClient"
+        try:
+            skew = abs(float(date) - time.time())
+        except ValueError:
+            return f"malformed {DATE_HEADER}"
+        if not skew <= MAX_SKEW_S:
+            return f"{DATE_HEADER} is more than {MAX_SKEW_S} s away from the emulator's clock"
+        expected = control_signature(self.config.access_key_secret, op, date, body)
+        if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "surrogateescape")):
+            return "signature mismatch (signed with another AccessKey secret?)"
+        return None
+
     def serve(self, op: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
         """HTTP adapter: returns ``(status, json body)``."""
-        if headers.get(CONTROL_HEADER) != self.config.access_key_id:
-            return 403, json.dumps({"error": f"missing or wrong {CONTROL_HEADER} header"}).encode()
+        refused = self.authorized(op, headers, body)
+        if refused:
+            return 403, json.dumps({"error": refused}).encode()
         try:
             payload = json.loads(body or b"{}")
             if not isinstance(payload, dict):
@@ -137,8 +170,10 @@ class ControlApi:
             return 200, json.dumps(self.handle(op, payload)).encode()
         except KeyError as e:
             return 404, json.dumps({"error": f"not found: {e}"}).encode()
-        except (ValueError, TypeError) as e:
-            return 400, json.dumps({"error": str(e)}).encode()
+        except (ValueError, TypeError, OverflowError, RecursionError) as e:
+            return 400, json.dumps({"error": str(e)[:500]}).encode()
+        except EmulatorError as e:
+            return e.status if e.status < 500 else 400, json.dumps({"error": e.message[:500]}).encode()
 
 
 class ControlError(RuntimeError):
@@ -146,20 +181,28 @@ class ControlError(RuntimeError):
 
 
 class ControlClient:
-    """Client of the control surface: ``ControlClient(emu.endpoint).advance_time(3600)``."""
+    """Client of the control surface: ``ControlClient(emu.endpoint, secret).advance_time(3600)`` (or
+    ``EmulatorProcess.control``, which passes the secret). The secret never appears in its ``repr``."""
 
-    def __init__(self, endpoint: str, access_key_id: str = "emulator-access-key-id", timeout: float = 30.0) -> None:
+    def __init__(self, endpoint: str, access_key_secret: str = "emulator-access-key-secret",
+                 timeout: float = 30.0) -> None:
         self.endpoint = endpoint.rstrip("/")
-        self.access_key_id = access_key_id
+        self._secret = access_key_secret
         self.timeout = timeout
         self._session = requests.Session()
 
+    def __repr__(self) -> str:
+        return f"ControlClient(endpoint={self.endpoint!r})"
+
     def call(self, op: str, **payload: Any) -> dict[str, Any]:
-        """POST one op; raises :class:`ControlError` on a non-200 answer."""
+        """POST one signed op; raises :class:`ControlError` on a non-200 answer."""
+        body = json.dumps(payload).encode()
+        date = f"{time.time():.3f}"
         resp = self._session.post(
             self.endpoint + CONTROL_PREFIX + op,
-            data=json.dumps(payload),
-            headers={CONTROL_HEADER: self.access_key_id, "Content-Type": "application/json"},
+            data=body,
+            headers={DATE_HEADER: date, SIGNATURE_HEADER: control_signature(self._secret, op, date, body),
+                     "Content-Type": "application/json"},
             timeout=self.timeout,
         )
         data: dict[str, Any] = resp.json()
@@ -168,8 +211,13 @@ class ControlClient:
         return data
 
     def advance_time(self, seconds: float) -> dict[str, Any]:
-        """Move the emulator clock (TTL, stream retention, tunnel timeouts) forward by ``seconds``."""
+        """Move the emulator clock (TTL, stream retention, tunnel timeouts) forward by ``seconds`` (> 0; the
+        clock never goes back, see :meth:`Clock.advance`)."""
         return self.call("time/advance", seconds=seconds)
+
+    def set_time(self, epoch_seconds: float) -> dict[str, Any]:
+        """Set the emulator clock to ``epoch_seconds`` (not earlier than any time it has already handed out)."""
+        return self.call("time/set", epoch_seconds=epoch_seconds)
 
     def split_partition(self, table: str, partition_id: str | None = None) -> list[dict[str, Any]]:
         """Split a stream partition (default: the first open one); returns the two children."""

@@ -11,6 +11,7 @@ from google.protobuf.message import DecodeError
 
 from airflow_tablestore.emulator.codec import PlainBufferError, Special, decode_variant
 from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid
+from airflow_tablestore.emulator.messages import require_utf8
 from airflow_tablestore.protocol import ots_filter_pb2 as _filter_pb2
 
 filter_pb2: Any = _filter_pb2  # generated module without type stubs
@@ -64,11 +65,15 @@ def parse_filter(data: bytes, *, for_condition: bool = False) -> Node:
     return node
 
 
-def _parse(data: bytes, count: list[int], for_condition: bool) -> Node:
+def _parse(data: bytes, count: list[int], for_condition: bool, depth: int = 0) -> Node:
+    # Each nesting level holds at least one condition, so a filter legal by count is never deeper than
+    # MAX_CONDITIONS: refuse deeper ones before recursing (Python's stack would end in a 500).
+    if depth > MAX_CONDITIONS:
+        raise parameter_invalid(f"The count of filter exceeds the max:{MAX_CONDITIONS}.")
     try:
         f = filter_pb2.Filter.FromString(data)
         if f.type == filter_pb2.FT_SINGLE_COLUMN_VALUE:
-            s = filter_pb2.SingleColumnValueFilter.FromString(f.filter)
+            s = require_utf8(filter_pb2.SingleColumnValueFilter.FromString(f.filter))
             count[0] += 1
             if s.comparator not in _CMP and s.comparator not in (7, 8):
                 raise parameter_invalid(f"Invalid comparator type: {s.comparator}.")
@@ -80,7 +85,7 @@ def _parse(data: bytes, count: list[int], for_condition: bool) -> Node:
             return Single(s.comparator, s.column_name, value, s.filter_if_missing, s.latest_version_only)
         if f.type == filter_pb2.FT_COMPOSITE_COLUMN_VALUE:
             c = filter_pb2.CompositeColumnValueFilter.FromString(f.filter)
-            subs = [_parse(sub.SerializeToString(), count, for_condition) for sub in c.sub_filters]
+            subs = [_parse(sub.SerializeToString(), count, for_condition, depth + 1) for sub in c.sub_filters]
             if c.combinator == 1 and len(subs) != 1:
                 raise parameter_invalid("Invalid NOT operator: the number of sub-filters must be 1.")
             if c.combinator in (2, 3) and len(subs) < 2:

@@ -19,7 +19,7 @@ from typing import Any
 from google.protobuf.message import Message
 
 from airflow_tablestore.emulator import auth
-from airflow_tablestore.emulator.clock import Clock
+from airflow_tablestore.emulator.clock import Clock, ClockError
 from airflow_tablestore.emulator.config import EmulatorConfig
 from airflow_tablestore.emulator.control import CONTROL_PREFIX, ControlApi, FaultRegistry
 from airflow_tablestore.emulator.errors import EmulatorError
@@ -59,10 +59,16 @@ class Emulator:
 
     def __init__(self, config: EmulatorConfig, data_dir: str) -> None:
         self.config = config
-        self.clock = Clock()
+        self.clock = Clock(offset_seconds=config.clock_offset_s)
         self.store = Store(os.path.join(data_dir, "emulator.sqlite3"), self.clock,
                            stream_partitions=config.stream_partitions,
                            default_retention_hours=config.stream_retention_hours)
+        latest = self.store.latest_stamp_us()
+        if latest and config.clock_explicit and self.clock.now_us() <= latest:
+            self.store.close()
+            raise ClockError(f"the requested clock start is before changes already stored in {data_dir} "
+                             f"(newest at {latest / 1e6:.0f} s since the epoch): use an empty --data-dir")
+        self.clock.not_before(latest)
         self.faults = FaultRegistry()
         self.control = ControlApi(self.store, self.clock, self.faults, config)
         self.handlers: dict[str, Handler] = TableApi(self.store, self.clock, config).handlers()
@@ -121,8 +127,77 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server_version = "TablestoreEmulator"
     sys_version = ""
 
+    def setup(self) -> None:
+        # A socket timeout: a stalled or trickling client loses its connection (and frees its thread) instead
+        # of holding it until it gives up. Idle keep-alive connections close after the same time.
+        self.timeout = self.server.emulator.config.connection_timeout  # type: ignore[misc]
+        super().setup()
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         log.debug("%s " + format, self.address_string(), *args)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors http.server detects itself (bad request line, headers too long, unknown method) are answered
+        like every other error: a signed protobuf ``Error`` with a request id, and the connection closed."""
+        self.close_connection = True
+        if code == 501:  # a method http.server has no handler for (OPTIONS, TRACE, ...)
+            err = EmulatorError("OTSMethodNotAllowed", "Only POST method for requests is supported.", 405)
+        else:
+            err = EmulatorError("OTSParameterInvalid", f"Malformed HTTP request: {message or code}.", code)
+        uri = self._api_uri() if getattr(self, "path", "") else "/"
+        self._send_error_pb(self.server.emulator, uri, None, err)
+
+    # -- request body ---------------------------------------------------------------------------------
+    def _read_body(self) -> bytes:
+        """The request body (Content-Length or chunked), at most ``MAX_BODY`` bytes; malformed framing is a
+        400 and closes the connection, since the next request's start can no longer be found."""
+        chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
+        if chunked and self.headers.get("Content-Length") is not None:
+            self.close_connection = True
+            raise EmulatorError("OTSParameterInvalid", "Both Content-Length and Transfer-Encoding are set.", 400)
+        if chunked:
+            return self._read_chunked()
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self.close_connection = True
+            raise EmulatorError("OTSParameterInvalid", "Invalid Content-Length header.", 400)
+        if length > MAX_BODY:
+            self.close_connection = True
+            raise EmulatorError("OTSRequestBodyTooLarge", "The size of POST data is too large.", 413)
+        body = self.rfile.read(length) if length else b""
+        if len(body) != length:
+            self.close_connection = True
+            raise EmulatorError("OTSParameterInvalid", "Request body shorter than Content-Length.", 400)
+        return body
+
+    def _read_chunked(self) -> bytes:
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            line = self.rfile.readline(1024)
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                size = -1
+            if size < 0 or not line.endswith(b"\n"):
+                self.close_connection = True
+                raise EmulatorError("OTSParameterInvalid", "Malformed chunked request body.", 400)
+            if size == 0:
+                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):  # trailers
+                    pass
+                return b"".join(parts)
+            total += size
+            if total > MAX_BODY:
+                self.close_connection = True
+                raise EmulatorError("OTSRequestBodyTooLarge", "The size of POST data is too large.", 413)
+            chunk = self.rfile.read(size)
+            if len(chunk) != size or self.rfile.readline(1024) not in (b"\r\n", b"\n"):
+                self.close_connection = True
+                raise EmulatorError("OTSParameterInvalid", "Malformed chunked request body.", 400)
+            parts.append(chunk)
 
     # -- routing ------------------------------------------------------------------------------------
     def do_POST(self) -> None:  # noqa: N802
@@ -136,6 +211,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 emu.inflight -= 1
 
     def _method_not_allowed(self) -> None:
+        try:
+            self._read_body()  # consume it, or the next request on this connection would start inside it
+        except EmulatorError:
+            self.close_connection = True
         self._send_error_pb(self.server.emulator, self._api_uri(), None,
                             EmulatorError("OTSMethodNotAllowed",
                                           "OTSMethodNotAllowedOnly POST method for requests is supported.", 405))
@@ -143,8 +222,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_DELETE = do_PATCH = _method_not_allowed  # noqa: N815
 
     def do_HEAD(self) -> None:  # noqa: N802
+        try:
+            self._read_body()
+        except EmulatorError:
+            self.close_connection = True
         self.send_response(405)
         self.send_header("Content-Length", "0")
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
 
     def _api_uri(self) -> str:
@@ -160,20 +245,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         uri = self._api_uri()
         rid = emu.request_id()
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self.close_connection = True
-            self._send_error_pb(emu, uri, None, EmulatorError(
-                "OTSParameterInvalid", "Invalid Content-Length header.", 400), rid)
+            body = self._read_body()
+        except EmulatorError as exc:
+            self._send_error_pb(emu, uri, None, exc, rid)
             return
-        if length > MAX_BODY:
-            self.close_connection = True
-            self._send_error_pb(emu, uri, None, EmulatorError(
-                "OTSRequestBodyTooLarge", "The size of POST data is too large.", 413), rid)
-            return
-        body = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
         if uri.startswith(CONTROL_PREFIX):
             status, out = emu.control.serve(uri[len(CONTROL_PREFIX):], headers, body)

@@ -324,6 +324,12 @@ class Store:
 
     transaction = write
 
+    def committed_now_us(self) -> int:
+        """The current time, read while no write is in flight: every change stamped earlier is committed
+        (writes take their stream timestamp and commit under the same lock)."""
+        with self._lock:
+            return self.clock.now_us()
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run one SQL statement in its own write transaction (or the current one); returns all rows."""
         with self.write() as txn:
@@ -521,6 +527,11 @@ class Store:
         self._last_trim.pop(info.stream_id or "", None)
 
     # -- stream log -------------------------------------------------------------------------------------
+    def latest_stamp_us(self) -> int:
+        """The time stamp of the newest stream record still stored (0 if none): the clock must not go below it."""
+        rows = self.query("SELECT ts_us FROM stream_log ORDER BY seq DESC LIMIT 1")
+        return int(rows[0][0]) if rows else 0
+
     def stream_head_seq(self) -> int:
         """The seq of the newest record ever appended (0 if none); seqs are global and never reused."""
         return self._head_seq

@@ -157,4 +157,4 @@ class EmulatorProcess:
     def control(self) -> Any:
         from airflow_tablestore.emulator.control import ControlClient
 
-        return ControlClient(self.endpoint)
+        return ControlClient(self.endpoint, self.access_key_secret)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.message import Message
 
 from airflow_tablestore.emulator.errors import parameter_invalid
+from airflow_tablestore.emulator.messages import parse_request
 from airflow_tablestore.emulator.tunnel.reader import RecordReader
 from airflow_tablestore.emulator.tunnel.service import TunnelService
 from airflow_tablestore.emulator.tunnel.state import (
@@ -25,16 +26,8 @@ Handler = Callable[[bytes], Message]
 
 
 def parse(cls: type[M], body: bytes) -> M:
-    """Parse a request, turning corrupt bodies and missing required fields into OTSParameterInvalid."""
-    msg = cls()
-    try:
-        msg.ParseFromString(body)
-    except (DecodeError, ValueError) as exc:
-        raise parameter_invalid(f"malformed {cls.__name__}: {exc}") from None
-    if not msg.IsInitialized():
-        missing = ", ".join(getattr(msg, "FindInitializationErrors")())  # noqa: B009
-        raise parameter_invalid(f"malformed {cls.__name__}: missing required field(s) {missing}")
-    return msg
+    """Parse a request: corrupt bodies, missing required fields and non-UTF-8 text are OTSParameterInvalid."""
+    return parse_request(cls, body, f"malformed {cls.__name__}")
 
 
 def _required(value: str, field: str) -> str:

@@ -36,7 +36,7 @@ class RecordReader:
         """Validate, then read from the position ``token`` names (same token ⇒ same records)."""
         if token == tokens.FINISHED:
             raise parameter_invalid("channel already finished: do not read with token 'finished'")
-        pos = tokens.decode(token)
+        pos = tokens.decode(token, tokens.binding(tunnel_id, channel_id))
         grant = self.service.grant_read(tunnel_id, client_id, channel_id)
         if isinstance(pos, tokens.BasePosition):
             if grant.kind != "BaseData":
@@ -67,7 +67,8 @@ class RecordReader:
             last_key = key
         count = pos.count + taken
         if taken < len(rows):
-            resp.next_token = tokens.encode_base(tokens.BasePosition(last_key, count))
+            resp.next_token = tokens.encode_base(tokens.BasePosition(last_key, count),
+                                                 tokens.binding(grant.tunnel_id, grant.channel_id))
             resp.may_more_record = True
         else:
             resp.next_token = tokens.FINISHED
@@ -82,7 +83,10 @@ class RecordReader:
             self.service.expire_tunnel(grant.tunnel_id)
             raise tunnel_expired()
         limit = self.limit
-        now_ns = self.clock.now_ns()  # taken before reading: everything up to here is visible
+        # Taken before reading, under the store's write lock: every change stamped before this instant is
+        # committed and so visible to the read below; a write still in flight gets a later stamp. An idle head
+        # may therefore advance the consume point to it without passing an undelivered change.
+        now_ns = self.store.committed_now_us() * 1000
         entries = self.store.read_stream(table, pid, pos.after_seq, limit + 1)
         resp = tunnel_pb2.ReadRecordsResponse()
         add = resp.records.add
@@ -124,7 +128,8 @@ class RecordReader:
             resp.next_token = tokens.FINISHED
             self.service.note_finished(grant.tunnel_id, grant.channel_id, count, consumed)
         else:
-            resp.next_token = tokens.encode_stream(tokens.StreamPosition(last_seq, min_ts, consumed, count))
+            resp.next_token = tokens.encode_stream(tokens.StreamPosition(last_seq, min_ts, consumed, count),
+                                                   tokens.binding(grant.tunnel_id, grant.channel_id))
         resp.may_more_record = more
         return resp
 

@@ -196,7 +196,7 @@ class TunnelService:
                 cid = f"BaseData_{n}"
                 tunnel.channels[cid] = ChannelState(
                     channel_id=cid, kind=BASE_DATA, ordinal=n, range_start=lo, range_end=hi,
-                    ckpt_token=tokens.encode_base(tokens.BasePosition(b"", 0)),
+                    ckpt_token=tokens.encode_base(tokens.BasePosition(b"", 0), tokens.binding(tunnel_id, cid)),
                 )
             self.tunnels[tunnel_id] = tunnel
             if tunnel.has_stream:
@@ -354,10 +354,12 @@ class TunnelService:
             if pid in known:
                 continue
             start = tokens.StreamPosition(tunnel.start_seq, tunnel.start_min_ts_us, tunnel.start_ns, 0)
+            channel_id = f"{_sanitize_partition(pid)}_{ordinal}"
             ch = ChannelState(
-                channel_id=f"{_sanitize_partition(pid)}_{ordinal}", kind=STREAM, ordinal=ordinal,
+                channel_id=channel_id, kind=STREAM, ordinal=ordinal,
                 partition_id=pid, parent_ids=tuple(str(p) for p in (part.parent_ids or ())),
-                ckpt_token=tokens.encode_stream(start), ckpt_rpo_ns=tunnel.start_ns,
+                ckpt_token=tokens.encode_stream(start, tokens.binding(tunnel.tunnel_id, channel_id)),
+                ckpt_rpo_ns=tunnel.start_ns,
             )
             if part.closed and not self.store.read_stream(tunnel.table_name, pid, tunnel.start_seq, 1):
                 # A partition that was split before the tunnel's start point has nothing to deliver.
@@ -409,7 +411,7 @@ class TunnelService:
             return ch.ckpt_token, ch.ckpt_seq
 
     def checkpoint(self, tunnel_id: str, client_id: str, channel_id: str, token: str, seq: int) -> None:
-        pos = None if token == tokens.FINISHED else tokens.decode(token)
+        pos = None if token == tokens.FINISHED else tokens.decode(token, tokens.binding(tunnel_id, channel_id))
         with self.lock:
             tunnel = self._tunnel_by_id(tunnel_id)
             self._live_client(tunnel, client_id, self.clock.now_us())
