@@ -119,3 +119,74 @@ def test_port_in_use_is_one_line() -> None:
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "cannot start on 127.0.0.1:" in result.stderr and "Traceback" not in result.stderr
+
+
+def _start(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "airflow_tablestore.emulator", "--log-level", "WARNING", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    match = re.search(r"(http://[0-9.]+:\d+)", line)
+    assert match, line + (proc.stderr.read() if proc.stderr else "")
+    return proc, match.group(1)
+
+
+def test_clock_start_puts_the_emulator_in_the_past_and_refuses_to_go_before_stored_data(tmp_path: Path) -> None:
+    from airflow_tablestore.emulator.control import ControlClient
+    from airflow_tablestore.emulator.testing import EmulatorProcess
+
+    start = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+    with EmulatorProcess(data_dir=tmp_path, extra_args=["--clock-start", "2026-11-01T00:00:00Z"]) as emu:
+        now = ControlClient(emu.endpoint, emu.access_key_secret).state()["now_us"] / 1e6
+        assert 0 <= now - start.timestamp() < 120
+        from airflow_tablestore.client.model import PrimaryKeyColumn, PrimaryKeyType, StreamSpec, TableSchema
+        from airflow_tablestore.client.table import TableClient
+
+        with TableClient(**emu.client_kwargs) as client:
+            client.create_table(TableSchema("past", (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),),
+                                            stream=StreamSpec(enabled=True)))
+            client.put_row("past", [("id", 1)], {"v": 1})
+    # the data dir now holds a change stamped 2026-11-01: starting earlier would stamp new changes below it
+    result = _run_cli("--data-dir", str(tmp_path), "--clock-start", "2026-10-01T00:00:00Z")
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "before changes already stored" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_binding_all_interfaces_warns(tmp_path: Path) -> None:
+    proc, _ = _start("--host", "0.0.0.0")
+    try:
+        assert proc.stderr is not None
+        warning = proc.stderr.readline()
+        assert "WARNING: listening on 0.0.0.0, not only on loopback" in warning
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_secret_from_a_file_keeps_it_out_of_the_process_list(tmp_path: Path) -> None:
+    secret_file = tmp_path / "secret"
+    secret_file.write_text("file-secret-value\n")
+    proc, endpoint = _start("--access-key-secret-file", str(secret_file))
+    try:
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        assert b"file-secret-value" not in cmdline
+        from airflow_tablestore.client.errors import AuthError
+        from airflow_tablestore.client.table import TableClient
+
+        common = {"endpoint": endpoint, "access_key_id": "emulator-access-key-id", "instance_name": "emulator"}
+        with TableClient(**common, access_key_secret="file-secret-value") as client:
+            assert client.list_tables() == []
+        with TableClient(**common, access_key_secret="emulator-access-key-secret") as client, \
+                pytest.raises(AuthError):
+            client.list_tables()
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_missing_secret_file_is_one_line(tmp_path: Path) -> None:
+    result = _run_cli("--access-key-secret-file", str(tmp_path / "nope"))
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "--access-key-secret-file" in result.stderr.strip().splitlines()[-1]
