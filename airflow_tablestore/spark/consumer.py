@@ -58,6 +58,14 @@ def build_sink(options: Any, source: Any) -> Any:
         credentials_file=options.credentials_file, section="sink", env_prefix=options.sink_env_prefix,
         fallback=source,
     )
+    if options.sink_table == options.table and settings_mod.same_instance(sink_settings, source):
+        from airflow_tablestore.spark.driver import JobError
+
+        raise JobError(
+            f"the sink is the source table itself ({options.table} on instance {source.instance_name} at "
+            f"{source.endpoint}): writing there would feed its own stream; set --sink-table or the sink "
+            "instance's settings (TABLESTORE_SINK_* or the credentials file's 'sink' object)"
+        )
     return TablestoreSink(sink_settings, options.sink_table, options.request_timeout)
 
 

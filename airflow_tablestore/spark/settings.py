@@ -95,9 +95,13 @@ def from_env(prefix: str = SOURCE_PREFIX, environ: dict[str, str] | None = None)
 
 
 def has_env(prefix: str, environ: dict[str, str] | None = None) -> bool:
-    """True when at least the endpoint variable of ``prefix`` is set."""
+    """True when any settings variable of ``prefix`` is set (a partial set is then an error, not ignored)."""
     env = os.environ if environ is None else environ
-    return bool(env.get(prefix + "ENDPOINT"))
+    return any(env.get(prefix + suffix) for suffix in _FIELDS.values())
+
+
+class MissingSection(TablestoreClientError):
+    """The credentials file has no object for the requested section (only then may a sink fall back)."""
 
 
 def from_file(path: str | os.PathLike[str], section: str = "source") -> TablestoreSettings:
@@ -113,8 +117,10 @@ def from_file(path: str | os.PathLike[str], section: str = "source") -> Tablesto
     if not isinstance(data, dict):
         raise TablestoreClientError(f"credentials file {path} must hold a JSON object")
     block = data.get(section, data if section == "source" or "endpoint" in data else None)
+    if block is None:
+        raise MissingSection(f"credentials file {path} has no {section!r} object")
     if not isinstance(block, dict):
-        raise TablestoreClientError(f"credentials file {path} has no {section!r} object")
+        raise TablestoreClientError(f"credentials file {path}: {section!r} must be a JSON object")
     if "instance" in block and "instance_name" not in block:
         block = {**block, "instance_name": block["instance"]}
     return _build(block, f"credentials file {path} ({section})")
@@ -124,14 +130,28 @@ def load(
     *, credentials_file: str | None, section: str, env_prefix: str, fallback: TablestoreSettings | None = None
 ) -> TablestoreSettings:
     """Settings for ``section`` ("source" or "sink"): the file if given, else ``env_prefix`` variables, else
-    ``fallback`` (a sink on the same instance as the source)."""
+    ``fallback`` (a sink on the same instance as the source).
+
+    The fallback applies only when the section is absent altogether (no object in the file, no ``env_prefix``
+    variable at all). A section that is present but incomplete or malformed is an error naming what is
+    missing: silently using the source's settings instead could replicate a table into itself.
+    """
     if credentials_file:
         try:
             return from_file(credentials_file, section)
-        except TablestoreClientError:
+        except MissingSection:
             if fallback is None:
                 raise
             return fallback
     if fallback is not None and not has_env(env_prefix):
         return fallback
     return from_env(env_prefix)
+
+
+def _endpoint_key(endpoint: str) -> str:
+    return endpoint.strip().rstrip("/").lower()
+
+
+def same_instance(a: TablestoreSettings, b: TablestoreSettings) -> bool:
+    """True when both settings address the same instance (endpoint and instance name)."""
+    return _endpoint_key(a.endpoint) == _endpoint_key(b.endpoint) and a.instance_name == b.instance_name

@@ -119,3 +119,54 @@ def test_settings_from_file(tmp_path: Path) -> None:
     assert settings.from_file(flat, "sink").endpoint == "http://a:1"
     with pytest.raises(TablestoreClientError, match="cannot read"):
         settings.from_file(tmp_path / "missing.json")
+
+
+# -- a sink configuration mistake fails before any write (never falls back to the source) --------------
+
+
+def test_incomplete_sink_variables_are_an_error_not_the_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = settings.from_env(environ=ENV)
+    monkeypatch.setenv("TABLESTORE_SINK_INSTANCE", "other")  # the endpoint (and the rest) forgotten
+    with pytest.raises(TablestoreClientError, match="endpoint") as info:
+        settings.load(credentials_file=None, section="sink", env_prefix="TABLESTORE_SINK_", fallback=source)
+    assert "TABLESTORE_SINK_" in str(info.value) and "very-secret-value" not in str(info.value)
+
+
+def test_malformed_sink_section_is_an_error_not_the_source(tmp_path: Path) -> None:
+    source = settings.from_env(environ=ENV)
+    path = tmp_path / "creds.json"
+    path.write_text(json.dumps({
+        "source": {"endpoint": "http://a:1", "instance": "a", "access_key_id": "i", "access_key_secret": "s"},
+        "sink": {"endpoint": "http://b:1", "instance_name": "b", "access_key_id": "j"},  # secret forgotten
+    }))
+    with pytest.raises(TablestoreClientError, match="access_key_secret"):
+        settings.load(credentials_file=str(path), section="sink", env_prefix="TABLESTORE_SINK_", fallback=source)
+    path.write_text(json.dumps({"source": {"endpoint": "http://a:1", "instance": "a", "access_key_id": "i",
+                                           "access_key_secret": "s"}, "sink": "b"}))
+    with pytest.raises(TablestoreClientError, match="must be a JSON object"):
+        settings.load(credentials_file=str(path), section="sink", env_prefix="TABLESTORE_SINK_", fallback=source)
+    path.write_text(json.dumps({"source": {"endpoint": "http://a:1", "instance": "a", "access_key_id": "i",
+                                           "access_key_secret": "s"}}))  # no sink at all: same instance
+    assert settings.load(credentials_file=str(path), section="sink", env_prefix="TABLESTORE_SINK_",
+                         fallback=source) is source
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:1", "HTTP://127.0.0.1:1/"])
+def test_a_sink_that_is_the_source_table_is_refused_before_spark_starts(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, endpoint: str) -> None:
+    from airflow_tablestore.spark.consumer import run
+
+    for key, value in ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("TABLESTORE_SINK_ENDPOINT", endpoint)
+    monkeypatch.setenv("TABLESTORE_SINK_INSTANCE", "inst")
+    monkeypatch.setenv("TABLESTORE_SINK_ACCESS_KEY_ID", "id")
+    monkeypatch.setenv("TABLESTORE_SINK_ACCESS_KEY_SECRET", "other-secret")
+
+    def no_spark() -> None:
+        raise AssertionError("Spark must not start for a refused sink")
+
+    code = run([*BASE, "--phase", "full", "--sink", "tablestore", "--sink-table", "src"], spark_factory=no_spark)
+    assert code == 1
+    (message,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert "the sink is the source table itself (src on instance inst" in message
