@@ -13,15 +13,21 @@ Copy this DAG and adjust the defaults (or set them per run in the trigger form).
 6. ``wait_consume_point`` — the tunnel consume point is at or past the same cutoff.
 
 Credentials reach spark-submit as ``TABLESTORE_*`` / ``TABLESTORE_SINK_*`` environment variables rendered
-from the connections (and masked), never as application arguments. ``catchup=True`` with
-``max_active_runs=1`` makes scheduled runs and ``airflow backfill create`` walk the intervals in order;
-set ``TABLESTORE_REPLICATION_START_DATE`` (ISO date) to choose where catch-up starts.
+from the connections (and masked), never as application arguments. Unpausing starts from the current
+interval (``catchup=False``): the full phase copies the whole table anyway. Set
+``TABLESTORE_REPLICATION_CATCHUP=true`` (and ``TABLESTORE_REPLICATION_START_DATE``, an ISO date) to have the
+scheduler create the past intervals' runs; ``max_active_runs=1`` keeps scheduled runs in interval order.
+
+Failures that no retry can fix (wrong credentials, a missing table or tunnel, an expired tunnel, a sink that is
+the source, bad settings) fail the task at once (``AirflowFailException``); throttling, timeouts and 5xx are
+retried.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from datetime import datetime, timedelta
 from typing import Any
@@ -36,7 +42,11 @@ from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor
 CONSUMER = importlib.util.find_spec("airflow_tablestore.spark.consumer")
 APPLICATION = CONSUMER.origin if CONSUMER and CONSUMER.origin else "airflow_tablestore/spark/consumer.py"
 START_DATE = datetime.fromisoformat(os.environ.get("TABLESTORE_REPLICATION_START_DATE", "2026-11-01T00:00:00+00:00"))
-CUTOFF = "{{ (data_interval_end or dag_run.run_after).isoformat() }}"
+# Runs without a logical date (a REST trigger with "logical_date": null) have no data interval: the template
+# must not touch data_interval_end then (Airflow renders with StrictUndefined), so test it with `is defined`.
+CUTOFF = ("{{ (data_interval_end if data_interval_end is defined and data_interval_end else dag_run.run_after)"
+          ".isoformat() }}")
+CATCHUP = os.environ.get("TABLESTORE_REPLICATION_CATCHUP", "false").lower() in ("1", "true", "yes")
 
 _CONFIG_FIELDS = ("endpoint", "instance_name", "access_key_id", "access_key_secret", "sts_token", "region")
 _ENV_NAMES = {
@@ -76,6 +86,7 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> None:
         from airflow.sdk.exceptions import AirflowFailException
 
+        from airflow_tablestore.spark.consumer import PERMANENT_EXIT_CODES
         from airflow_tablestore.spark.preflight import spark_submit_problem
 
         try:  # the binary the hook will run (operator argument, else the connection's spark-binary extra)
@@ -85,7 +96,15 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
         problem = spark_submit_problem(binary)
         if problem:
             raise AirflowFailException(problem)
-        super().execute(context)
+        try:
+            super().execute(context)
+        except Exception as exc:
+            code = re.search(r"Error code is: (\d+)", str(exc))
+            if code and int(code.group(1)) in PERMANENT_EXIT_CODES:
+                raise AirflowFailException(
+                    f"the consumer stopped with a permanent error (exit code {code.group(1)}; its ERROR line above "
+                    "says which): not retried, retrying cannot fix it") from exc
+            raise
 
 
 def _consumer_args(phase: str) -> list[str]:
@@ -109,23 +128,38 @@ with DAG(
     description="Tablestore → Tablestore/Parquet replication through a tunnel, with Spark",
     schedule="@hourly",
     start_date=START_DATE,
-    catchup=True,
+    catchup=CATCHUP,
     max_active_runs=1,
     default_args={"retries": 2, "retry_delay": timedelta(minutes=1)},
     user_defined_macros={"tablestore_setting": tablestore_setting},
     params={
-        "tablestore_conn_id": Param("tablestore_default", type="string", description="source connection"),
-        "sink_tablestore_conn_id": Param("tablestore_default", type="string",
-                                         description="destination connection (Tablestore sink)"),
-        "spark_conn_id": Param("spark_default", type="string", description="Spark connection (master)"),
-        "source_table": Param("source_table", type="string", minLength=1),
-        "destination_table": Param("replica_table", type="string", minLength=1),
-        "tunnel_name": Param("replication", type="string", minLength=1),
-        "sink_type": Param("tablestore", enum=["tablestore", "parquet"]),
-        "parquet_path": Param("/tmp/tablestore-changelog", type="string",
-                              description="change-log directory or URI (Parquet sink)"),
-        "records_per_channel": Param(50000, type="integer", minimum=1),
-        "heartbeat_interval": Param(5, type="number", exclusiveMinimum=0),
+        "tablestore_conn_id": Param("tablestore_default", type="string", minLength=1, title="Source connection",
+                                    description="Airflow connection (type tablestore) of the source instance"),
+        "sink_tablestore_conn_id": Param("tablestore_default", type="string", minLength=1,
+                                         title="Destination connection",
+                                         description="Airflow connection of the destination instance "
+                                                     "(Tablestore sink only; may be the source's)"),
+        "spark_conn_id": Param("spark_default", type="string", minLength=1, title="Spark connection",
+                               description="Airflow connection (type spark) naming the Spark master"),
+        "source_table": Param("source_table", type="string", minLength=1, title="Source table",
+                              description="the table to replicate (its stream must be enabled)"),
+        "destination_table": Param("replica_table", type="string", minLength=1, title="Destination table",
+                                   description="created from the source's schema if missing (Tablestore sink "
+                                               "only); must differ from the source table on the same instance"),
+        "tunnel_name": Param("replication", type="string", minLength=1, title="Tunnel name",
+                             description="BaseAndStream tunnel on the source table, created if missing; its "
+                                         "server-side checkpoints are the replication's progress"),
+        "sink_type": Param("tablestore", enum=["tablestore", "parquet"], title="Sink",
+                           description="tablestore: replicate into the destination table; parquet: write a "
+                                       "change log"),
+        "parquet_path": Param("/tmp/tablestore-changelog", type="string", minLength=1, title="Change-log path",
+                              description="directory or URI of the Parquet change log (Parquet sink only; "
+                                          "ignored otherwise)"),
+        "records_per_channel": Param(50000, type="integer", minimum=1, title="Records per channel and round",
+                                     description="the most records one Spark task reads from a channel per "
+                                                 "round (memory per task)"),
+        "heartbeat_interval": Param(5, type="number", exclusiveMinimum=0, title="Heartbeat interval (s)",
+                                    description="seconds between the consumer's tunnel heartbeats"),
     },
     tags=["tablestore", "spark", "replication"],
     doc_md=__doc__,
@@ -162,10 +196,13 @@ with DAG(
         from airflow_tablestore.spark.phases import full_phase_done, incremental_done
 
         assert params is not None
+        from airflow_tablestore.operators._fail_fast import fail_fast
+
         cutoff = context.get("data_interval_end") or context["dag_run"].run_after
         hook = TablestoreTunnelHook(params["tablestore_conn_id"])
         try:
-            desc = hook.conn.describe_tunnel(params["source_table"], params["tunnel_name"])
+            with fail_fast():  # a wrong secret or a missing tunnel: no retries
+                desc = hook.conn.describe_tunnel(params["source_table"], params["tunnel_name"])
         finally:
             hook.close()
         if not full_phase_done(desc):

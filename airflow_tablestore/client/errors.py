@@ -148,6 +148,13 @@ class TrimmedDataError(TablestoreServiceError):
     """The stream data requested was already trimmed by the retention."""
 
 
+PERMANENT_ERRORS: tuple[type[TablestoreError], ...] = (
+    AuthError, InvalidParameterError, NotFoundError, TunnelExpiredError, TrimmedDataError,
+)
+"""Service errors no retry can fix: credentials or permissions, bad parameters, missing or expired objects.
+Throttling, timeouts, 5xx and network errors are not here: they are worth another try."""
+
+
 _CODE_CLASSES: dict[str, type[TablestoreServiceError]] = {
     "OTSAuthFailed": AuthError,
     "OTSNoPermissionAccess": AuthError,

@@ -21,6 +21,7 @@ from airflow_tablestore.client.model import (
 )
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
 from airflow_tablestore.hooks.table import TablestoreHook, replica_schema, schema_differences
+from airflow_tablestore.operators._fail_fast import fail_fast
 from airflow_tablestore.operators._lineage import table_lineage
 
 
@@ -185,6 +186,10 @@ class TablestoreCreateTableOperator(BaseOperator):
             )
 
     def execute(self, context: Context) -> dict[str, Any]:
+        with fail_fast(TableSchemaMismatchError):
+            return self._create(context)
+
+    def _create(self, context: Context) -> dict[str, Any]:
         wanted = self._wanted_schema()
         created = False
         if self.hook.describe_table(self.table_name) is None:
@@ -238,7 +243,8 @@ class TablestoreDeleteTableOperator(BaseOperator):
         return TablestoreHook(self.tablestore_conn_id, region=self.region)
 
     def execute(self, context: Context) -> bool:
-        deleted = self.hook.delete_table(self.table_name)
+        with fail_fast():
+            deleted = self.hook.delete_table(self.table_name)
         if deleted:
             self.log.info("Deleted table %r", self.table_name)
         else:

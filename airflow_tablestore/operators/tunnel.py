@@ -13,6 +13,7 @@ from airflow_tablestore.client.errors import AlreadyExistsError
 from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, parse_tunnel_type, to_epoch_ns
+from airflow_tablestore.operators._fail_fast import fail_fast
 from airflow_tablestore.operators._lineage import table_lineage
 
 
@@ -72,6 +73,10 @@ class TablestoreCreateTunnelOperator(BaseOperator):
         return TablestoreTunnelHook(self.tablestore_conn_id, region=self.region)
 
     def execute(self, context: Context) -> str:
+        with fail_fast():
+            return self._create(context)
+
+    def _create(self, context: Context) -> str:
         wanted = parse_tunnel_type(self.tunnel_type)
         start = to_epoch_ns(self.stream_start) if self.stream_start not in (None, "") else None
         end = to_epoch_ns(self.stream_end) if self.stream_end not in (None, "") else None
@@ -130,7 +135,8 @@ class TablestoreDeleteTunnelOperator(BaseOperator):
         return TablestoreTunnelHook(self.tablestore_conn_id, region=self.region)
 
     def execute(self, context: Context) -> bool:
-        deleted = self.hook.delete_tunnel(self.table_name, self.tunnel_name)
+        with fail_fast():
+            deleted = self.hook.delete_tunnel(self.table_name, self.tunnel_name)
         if deleted:
             self.log.info("Deleted tunnel %r on %r", self.tunnel_name, self.table_name)
         else:

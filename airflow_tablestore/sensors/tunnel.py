@@ -10,7 +10,7 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
-from airflow_tablestore.client.errors import NotFoundError, TunnelExpiredError
+from airflow_tablestore.client.errors import PERMANENT_ERRORS, NotFoundError, TunnelExpiredError
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
 from airflow_tablestore.hooks.tunnel import (
     ConsumePointCheck,
@@ -19,6 +19,8 @@ from airflow_tablestore.hooks.tunnel import (
     tunnel_problem_message,
 )
 from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigger
+
+_FINAL_ERRORS: tuple[type[Exception], ...] = (*PERMANENT_ERRORS, ValueError)
 
 
 class TablestoreTunnelConsumePointSensor(BaseSensorOperator):
@@ -92,6 +94,8 @@ class TablestoreTunnelConsumePointSensor(BaseSensorOperator):
             return self.hook.check_consume_point(self.table_name, self.tunnel_name, cutoff_ns)
         except (NotFoundError, TunnelExpiredError) as err:
             raise AirflowFailException(tunnel_problem_message(err, self.table_name, self.tunnel_name)) from err
+        except _FINAL_ERRORS as err:  # credentials, bad parameters, a malformed connection
+            raise AirflowFailException(f"{err} (not retried: retrying cannot fix this)") from err
 
     def poke(self, context: Context) -> PokeReturnValue:
         check = self._check(self.resolve_cutoff_ns(context))

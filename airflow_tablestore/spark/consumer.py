@@ -9,8 +9,9 @@ print(m.__file__)"`` prints its path)::
 
 Credentials: ``TABLESTORE_ENDPOINT``, ``TABLESTORE_INSTANCE``, ``TABLESTORE_ACCESS_KEY_ID``,
 ``TABLESTORE_ACCESS_KEY_SECRET`` [, ``TABLESTORE_STS_TOKEN``] (and ``TABLESTORE_SINK_*`` for a sink on another
-instance) or ``--credentials-file``. Exit codes: 0 done, 1 failure (message in the log), 2 bad arguments,
-143 terminated by SIGTERM (the tunnel client is shut down cleanly first).
+instance) or ``--credentials-file``. Exit codes: 0 done, 1 failure worth a retry (message in the log), 2 bad
+arguments, 3 a permanent error no retry can fix (credentials, missing table or tunnel, expired tunnel, bad
+settings, a sink that is the source), 143 terminated by SIGTERM (the tunnel client is shut down cleanly first).
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ from types import FrameType  # noqa: E402
 from typing import Any  # noqa: E402
 
 log = logging.getLogger("airflow_tablestore.spark")
+
+
+EXIT_RETRYABLE = 1
+EXIT_BAD_ARGUMENTS = 2
+EXIT_PERMANENT = 3
+PERMANENT_EXIT_CODES = (EXIT_BAD_ARGUMENTS, EXIT_PERMANENT)
+"""Exit codes after which running the job again cannot succeed (the Airflow task fails without retries)."""
 
 
 class Terminated(SystemExit):
@@ -59,9 +67,9 @@ def build_sink(options: Any, source: Any) -> Any:
         fallback=source,
     )
     if options.sink_table == options.table and settings_mod.same_instance(sink_settings, source):
-        from airflow_tablestore.spark.driver import JobError
+        from airflow_tablestore.spark.driver import ConfigurationError
 
-        raise JobError(
+        raise ConfigurationError(
             f"the sink is the source table itself ({options.table} on instance {source.instance_name} at "
             f"{source.endpoint}): writing there would feed its own stream; set --sink-table or the sink "
             "instance's settings (TABLESTORE_SINK_* or the credentials file's 'sink' object)"
@@ -75,12 +83,12 @@ def default_spark_factory(options: Any) -> Any:
     def factory() -> Any:
         from pyspark.sql import SparkSession
 
-        from airflow_tablestore.spark.driver import JobError
+        from airflow_tablestore.spark.driver import ConfigurationError
         from airflow_tablestore.spark.install_check import jvm_side_problem, python_side_problem
 
         problem = python_side_problem()
         if problem:
-            raise JobError(f"inconsistent PySpark install: {problem}")
+            raise ConfigurationError(f"inconsistent PySpark install: {problem}")
         # Python workers must have this package and pyarrow: default to the driver's interpreter.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = SparkSession.builder.appName(options.app_name or f"tablestore-{options.tunnel}-{options.phase}")
@@ -91,7 +99,7 @@ def default_spark_factory(options: Any) -> Any:
         problem = jvm_side_problem(spark)
         if problem:
             spark.stop()
-            raise JobError(f"inconsistent PySpark install: {problem}")
+            raise ConfigurationError(f"inconsistent PySpark install: {problem}")
         log.info("spark %s, master %s", spark.version, spark.sparkContext.master)
         return spark
 
@@ -100,18 +108,19 @@ def default_spark_factory(options: Any) -> Any:
 
 def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
     """Parse, run one phase, log a ``CONSUMER_SUMMARY {json}`` line; returns the exit code."""
-    from airflow_tablestore.client.errors import TablestoreError, TunnelExpiredError
+    from airflow_tablestore.client.errors import PERMANENT_ERRORS, TablestoreError, TunnelExpiredError
     from airflow_tablestore.spark import settings as settings_mod
-    from airflow_tablestore.spark.driver import ConsumerJob, JobError, expired_message
+    from airflow_tablestore.spark.driver import ConfigurationError, ConsumerJob, JobError, expired_message
     from airflow_tablestore.spark.options import OptionsError, parse_args
 
     try:
         options = parse_args(argv)
     except OptionsError as exc:
         log.error("%s", exc)
-        return 2
+        return EXIT_BAD_ARGUMENTS
     spark_holder: list[Any] = []
     job = None
+    permanent: tuple[type[Exception], ...] = (*PERMANENT_ERRORS, settings_mod.SettingsError)
     try:
         source = settings_mod.load(credentials_file=options.credentials_file, section="source",
                                    env_prefix=settings_mod.SOURCE_PREFIX)
@@ -126,21 +135,27 @@ def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
         summary = job.run()
         print("CONSUMER_SUMMARY " + json.dumps(summary.as_dict(), sort_keys=True), flush=True)
         return 0
+    except ConfigurationError as exc:
+        log.error("%s", exc)
+        return EXIT_PERMANENT
     except JobError as exc:
         log.error("%s", exc)
-        return 1
+        return EXIT_RETRYABLE
     except TunnelExpiredError as exc:
         log.error("%s", expired_message(exc))
-        return 1
+        return EXIT_PERMANENT
+    except permanent as exc:
+        log.error("Tablestore error (permanent, not worth a retry): %s", exc)
+        return EXIT_PERMANENT
     except TablestoreError as exc:
         log.error("Tablestore error: %s", exc)
-        return 1
+        return EXIT_RETRYABLE
     except Terminated:
         log.warning("terminated by SIGTERM: tunnel client shut down, nothing checkpointed past the sink")
         return 143
     except Exception as exc:  # Spark task failures surface as Py4J/AnalysisExceptions; keep the message
         log.error("consumer failed: %s: %s", type(exc).__name__, str(exc)[-4000:])
-        return 1
+        return EXIT_RETRYABLE
     finally:
         if job is not None:
             job.close()

@@ -41,6 +41,10 @@ class JobError(RuntimeError):
     """A failure the job reports with an actionable message and a non-zero exit code."""
 
 
+class ConfigurationError(JobError):
+    """A mistake in how the job is set up (exit code 3): running it again unchanged cannot succeed."""
+
+
 @dataclass
 class JobSummary:
     """What a run did (logged as one JSON line at the end)."""
@@ -114,11 +118,11 @@ class ConsumerJob:
         try:
             desc = self.client.describe_tunnel(o.table, o.tunnel)
         except TunnelNotFoundError:
-            raise JobError(
+            raise ConfigurationError(
                 f"tunnel {o.tunnel!r} of table {o.table!r} does not exist: create it first "
                 "(TablestoreCreateTunnelOperator or TunnelClient.create_tunnel)") from None
         if desc.tunnel.expired:
-            raise JobError(
+            raise ConfigurationError(
                 f"tunnel {o.tunnel!r} expired (its stream position fell out of the stream retention): delete "
                 "and recreate it, then run the full phase again")
         return desc
@@ -138,7 +142,7 @@ class ConsumerJob:
                  o.phase, o.tunnel, o.table, desc.tunnel.tunnel_type.value, desc.tunnel.stage.value,
                  len(desc.channels), self.sink.describe())
         if o.phase == "incremental" and not full_phase_done(desc):
-            raise JobError(f"tunnel {o.tunnel!r} is still in stage {desc.tunnel.stage.value}: run --phase full "
+            raise ConfigurationError(f"tunnel {o.tunnel!r} is still in stage {desc.tunnel.stage.value}: run --phase full "
                            "first (incremental consumption starts once the base data is consumed)")
         if self.done(desc):
             self._log_done(desc, skipped=True)

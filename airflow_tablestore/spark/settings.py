@@ -69,10 +69,14 @@ class TablestoreSettings:
         return TunnelClient(**self.client_kwargs(), timeout=timeout)
 
 
+class SettingsError(TablestoreClientError):
+    """Missing or malformed Tablestore settings (a configuration mistake: no retry can fix it)."""
+
+
 def _build(values: dict[str, Any], where: str) -> TablestoreSettings:
     missing = [name for name in _REQUIRED if not values.get(name)]
     if missing:
-        raise TablestoreClientError(
+        raise SettingsError(
             f"missing Tablestore settings {', '.join(missing)} in {where}; set them as environment "
             "variables or in the --credentials-file JSON (never as command-line arguments)"
         )
@@ -100,7 +104,7 @@ def has_env(prefix: str, environ: dict[str, str] | None = None) -> bool:
     return any(env.get(prefix + suffix) for suffix in _FIELDS.values())
 
 
-class MissingSection(TablestoreClientError):
+class MissingSection(SettingsError):
     """The credentials file has no object for the requested section (only then may a sink fall back)."""
 
 
@@ -113,14 +117,14 @@ def from_file(path: str | os.PathLike[str], section: str = "source") -> Tablesto
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
-        raise TablestoreClientError(f"cannot read credentials file {path}: {type(exc).__name__}") from None
+        raise SettingsError(f"cannot read credentials file {path}: {type(exc).__name__}") from None
     if not isinstance(data, dict):
-        raise TablestoreClientError(f"credentials file {path} must hold a JSON object")
+        raise SettingsError(f"credentials file {path} must hold a JSON object")
     block = data.get(section, data if section == "source" or "endpoint" in data else None)
     if block is None:
         raise MissingSection(f"credentials file {path} has no {section!r} object")
     if not isinstance(block, dict):
-        raise TablestoreClientError(f"credentials file {path}: {section!r} must be a JSON object")
+        raise SettingsError(f"credentials file {path}: {section!r} must be a JSON object")
     if "instance" in block and "instance_name" not in block:
         block = {**block, "instance_name": block["instance"]}
     return _build(block, f"credentials file {path} ({section})")

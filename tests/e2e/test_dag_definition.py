@@ -36,9 +36,54 @@ def dag_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]
 
 def test_schedule_and_runs(dag_module: ModuleType) -> None:
     dag = dag_module.dag
-    assert dag.catchup is True and dag.max_active_runs == 1
+    # unpausing starts from now (no weeks of no-op runs); catch-up is opt-in (TABLESTORE_REPLICATION_CATCHUP)
+    assert dag.catchup is False and dag.max_active_runs == 1
     assert {"tablestore_conn_id", "sink_tablestore_conn_id", "spark_conn_id", "source_table", "destination_table",
             "tunnel_name", "sink_type", "parquet_path"} <= set(dag.params.keys())
+
+
+def test_every_param_has_a_title_and_a_description(dag_module: ModuleType) -> None:
+    for name in dag_module.dag.params:
+        param = dag_module.dag.params.get_param(name)
+        assert param.schema.get("title") and param.description, name
+
+
+@pytest.mark.parametrize("with_interval", [True, False])
+def test_cutoff_renders_with_and_without_a_logical_date(dag_module: ModuleType, with_interval: bool) -> None:
+    """Runs triggered with "logical_date": null have no data interval: the cutoff falls back to run_after."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    import jinja2
+
+    run_after = datetime(2026, 11, 23, 12, 30, tzinfo=UTC)
+    interval_end = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    context: dict[str, object] = {"dag_run": SimpleNamespace(run_after=run_after)}
+    if with_interval:
+        context["data_interval_end"] = interval_end
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)  # what Airflow renders with
+    rendered = env.from_string(dag_module.CUTOFF).render(**context)
+    assert rendered == (interval_end if with_interval else run_after).isoformat()
+
+
+@pytest.mark.parametrize(("exit_code", "final"), [(1, False), (2, True), (3, True)])
+def test_spark_task_fails_at_once_on_a_permanent_consumer_exit(dag_module: ModuleType, exit_code: int, final: bool,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.sdk.exceptions import AirflowFailException
+
+    def failing(self: object, context: object) -> None:
+        raise RuntimeError(f"Cannot execute: spark-submit ... consumer.py. Error code is: {exit_code}.")
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", failing)
+    monkeypatch.setattr(dag_module, "spark_submit_problem", lambda binary: None, raising=False)
+    import airflow_tablestore.spark.preflight as preflight
+
+    monkeypatch.setattr(preflight, "spark_submit_problem", lambda binary="spark-submit", path=None: None)
+    with pytest.raises(AirflowFailException if final else RuntimeError) as info:
+        dag_module.dag.get_task("incremental_phase").execute({})
+    if final:
+        assert f"exit code {exit_code}" in str(info.value)
 
 
 def test_task_graph(dag_module: ModuleType) -> None:

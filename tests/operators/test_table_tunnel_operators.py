@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from airflow.sdk.exceptions import AirflowFailException
 from airflow_helpers import simple_schema, unique
 
 from airflow_tablestore.client.model import (
@@ -65,16 +66,17 @@ def test_create_table_then_idempotent_rerun(tablestore_airflow_conn: str, tables
 def test_create_table_with_different_schema_fails_naming_differences(tablestore_airflow_conn: str) -> None:
     name = unique("op_t")
     _create(name, tablestore_airflow_conn).execute(CTX)
-    with pytest.raises(TableSchemaMismatchError) as info:
+    with pytest.raises(AirflowFailException) as info:  # no retry: the same schema will be there next time
         _create(name, tablestore_airflow_conn, primary_key=[("id", "string")], options={"max_versions": 2}).execute(CTX)
+    assert isinstance(info.value.__cause__, TableSchemaMismatchError)
     message = str(info.value)
     assert "primary key" in message and "max_versions" in message and name in message
 
 
 def test_create_table_requires_a_schema(tablestore_airflow_conn: str) -> None:
-    with pytest.raises(ValueError, match="primary_key is required"):
+    with pytest.raises(AirflowFailException, match="primary_key is required"):
         _create(unique("op_t"), tablestore_airflow_conn, primary_key=None).execute(CTX)
-    with pytest.raises(ValueError, match="either primary_key or source_table"):
+    with pytest.raises(AirflowFailException, match="either primary_key or source_table"):
         _create(unique("op_t"), tablestore_airflow_conn, source_table="x").execute(CTX)
 
 
@@ -101,7 +103,7 @@ def test_replica_copies_schema_options_stream_and_raises_time_deviation(
     assert replica.stream.enabled
     assert op.execute(CTX)["created"] is False  # idempotent
 
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(AirflowFailException, match="does not exist"):
         TablestoreCreateTableOperator(task_id="r2", table_name=unique("replica"), source_table=unique("missing"),
                                       tablestore_conn_id=tablestore_airflow_conn).execute(CTX)
 
@@ -119,7 +121,7 @@ def test_bad_connection_fails_with_the_field_named(monkeypatch: pytest.MonkeyPat
     conn = json.loads(tablestore_emulator.airflow_connection_json())
     conn["extra"] = {}
     monkeypatch.setenv("AIRFLOW_CONN_TS_NOINST", json.dumps(conn))
-    with pytest.raises(ValueError, match="instance_name"):
+    with pytest.raises(AirflowFailException, match="instance_name"):
         TablestoreDeleteTableOperator(task_id="d", table_name="t", tablestore_conn_id="ts_noinst").execute(CTX)
 
 
@@ -154,7 +156,7 @@ def test_create_tunnel_type_conflict_and_invalid_type(tablestore_airflow_conn: s
     _tunnel_op(stream_table, "t2", tablestore_airflow_conn, tunnel_type="Stream").execute(CTX)
     with pytest.raises(Exception, match="already exists with type Stream, wanted BaseData"):
         _tunnel_op(stream_table, "t2", tablestore_airflow_conn, tunnel_type=TunnelType.BASE_DATA).execute(CTX)
-    with pytest.raises(ValueError, match="tunnel_type must be one of"):
+    with pytest.raises(AirflowFailException, match="tunnel_type must be one of"):
         _tunnel_op(stream_table, "t3", tablestore_airflow_conn, tunnel_type="Everything").execute(CTX)
 
 
@@ -170,8 +172,29 @@ def test_create_stream_tunnel_with_templated_offsets(tablestore_airflow_conn: st
 def test_create_tunnel_on_missing_table_fails(tablestore_airflow_conn: str) -> None:
     from airflow_tablestore.client.errors import TablestoreServiceError
 
-    with pytest.raises(TablestoreServiceError):
+    with pytest.raises(AirflowFailException) as info:  # a missing table is final: no retries
         _tunnel_op(unique("missing"), "t", tablestore_airflow_conn).execute(CTX)
+    assert isinstance(info.value.__cause__, TablestoreServiceError)
+
+
+def test_wrong_secret_fails_at_once_but_transient_errors_stay_retryable(
+        monkeypatch: pytest.MonkeyPatch, tablestore_emulator: Any, tablestore_airflow_conn: str) -> None:
+    from airflow_tablestore.client.errors import AuthError, ThrottledError
+
+    conn = json.loads(tablestore_emulator.airflow_connection_json())
+    conn["password"] = "not-the-secret"
+    monkeypatch.setenv("AIRFLOW_CONN_TS_WRONG", json.dumps(conn))
+    with pytest.raises(AirflowFailException) as info:
+        TablestoreDeleteTableOperator(task_id="d", table_name="t", tablestore_conn_id="ts_wrong").execute(CTX)
+    assert isinstance(info.value.__cause__, AuthError) and "OTSAuthFailed" in str(info.value)
+    # a 503 is not final: it surfaces as itself, so Airflow's retries apply
+    tablestore_emulator.control.add_fault("/DeleteTable", "OTSServerBusy", count=20)
+    try:
+        with pytest.raises(ThrottledError):
+            TablestoreDeleteTableOperator(task_id="d2", table_name="t",
+                                          tablestore_conn_id=tablestore_airflow_conn).execute(CTX)
+    finally:
+        tablestore_emulator.control.clear_faults()
 
 
 def test_delete_tunnel_is_idempotent(tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any) -> None:

@@ -36,22 +36,22 @@ def test_bad_arguments_exit_2(caplog: pytest.LogCaptureFixture) -> None:
     assert "--cutoff" in caplog.text
 
 
-def test_missing_credentials_exit_1(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_missing_credentials_exit_3(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     for key in ("ENDPOINT", "INSTANCE", "ACCESS_KEY_ID", "ACCESS_KEY_SECRET"):
         monkeypatch.delenv("TABLESTORE_" + key, raising=False)
     with caplog.at_level(logging.ERROR):
         assert consumer.run(["--table", "t", "--tunnel", "x", "--phase", "full", "--sink", "parquet",
-                             "--sink-path", "p"], spark_factory=_no_spark) == 1
+                             "--sink-path", "p"], spark_factory=_no_spark) == consumer.EXIT_PERMANENT
     assert "TABLESTORE_" in caplog.text and "never as command-line arguments" in caplog.text
 
 
-def test_missing_tunnel_exit_1_without_spark(tablestore_emulator: EmulatorProcess, monkeypatch: pytest.MonkeyPatch,
+def test_missing_tunnel_exit_3_without_spark(tablestore_emulator: EmulatorProcess, monkeypatch: pytest.MonkeyPatch,
                                              caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
     _env(monkeypatch, tablestore_emulator.endpoint, tablestore_emulator.access_key_secret)
     with caplog.at_level(logging.INFO):
         code = consumer.run(["--table", "nope", "--tunnel", "nope", "--phase", "full", "--sink", "parquet",
                              "--sink-path", str(tmp_path)], spark_factory=_no_spark)
-    assert code == 1
+    assert code == consumer.EXIT_PERMANENT  # retrying cannot create the tunnel
     assert "does not exist" in caplog.text
 
 
@@ -61,7 +61,7 @@ def test_wrong_secret_is_reported_without_the_secret(tablestore_emulator: Emulat
     with caplog.at_level(logging.DEBUG):
         code = consumer.run(["--table", "t", "--tunnel", "x", "--phase", "full", "--sink", "parquet",
                              "--sink-path", str(tmp_path)], spark_factory=_no_spark)
-    assert code == 1
+    assert code == consumer.EXIT_PERMANENT  # a wrong secret stays wrong
     assert "OTSAuthFailed" in caplog.text
     assert SECRET not in caplog.text
 
@@ -75,7 +75,7 @@ def test_unreachable_endpoint_exit_1(monkeypatch: pytest.MonkeyPatch, caplog: py
     with caplog.at_level(logging.ERROR):
         code = consumer.run(["--table", "t", "--tunnel", "x", "--phase", "full", "--sink", "parquet",
                              "--sink-path", str(tmp_path), "--request-timeout", "2"], spark_factory=_no_spark)
-    assert code == 1
+    assert code == consumer.EXIT_RETRYABLE  # a network error is worth another try
     assert "127.0.0.1" in caplog.text or "Network" in caplog.text or "connect" in caplog.text.lower()
 
 

@@ -167,6 +167,16 @@ def test_a_sink_that_is_the_source_table_is_refused_before_spark_starts(
         raise AssertionError("Spark must not start for a refused sink")
 
     code = run([*BASE, "--phase", "full", "--sink", "tablestore", "--sink-table", "src"], spark_factory=no_spark)
-    assert code == 1
+    assert code == 3  # permanent: the Airflow task fails without retries
     (message,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert "the sink is the source table itself (src on instance inst" in message
+
+
+def test_missing_settings_are_a_permanent_exit(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from airflow_tablestore.spark.consumer import PERMANENT_EXIT_CODES, run
+
+    for key in ENV:
+        monkeypatch.delenv(key, raising=False)
+    code = run([*BASE, "--phase", "full", "--sink", "parquet", "--sink-path", "/tmp/x"], spark_factory=lambda: None)
+    assert code in PERMANENT_EXIT_CODES
+    assert any("missing Tablestore settings" in r.getMessage() for r in caplog.records)
