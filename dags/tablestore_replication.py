@@ -216,6 +216,9 @@ with DAG(
         "conn_id": "{{ params.spark_conn_id }}",
         "env_vars": _credential_env(),
         "conf": {"spark.speculation": "false", "spark.sql.sources.partitionOverwriteMode": "dynamic"},
+        # One consumer of the tunnel at a time across all runs of this DAG, backfills included (Airflow 3.3 does
+        # not apply max_active_runs to backfills, which start 10 runs by default); earlier intervals go first.
+        "max_active_tis_per_dag": 1,
     }
     full_phase = TablestoreSparkSubmitOperator(
         task_id="full_phase",

@@ -202,6 +202,15 @@ class ConsumerJob:
         except ResourceGoneError as exc:  # the server forgot this client (timed out): reconnect
             session.mark_lost(exc)
             raise SessionLostError(f"tunnel client {session.client_id} is gone: {exc}") from None
+        except Exception as exc:
+            # Inside a Spark round the same 410 reaches the driver wrapped (Py4JJavaError / PythonException
+            # carrying the executor's traceback text): recognise it by its error code and reconnect too.
+            if not is_wrapped_resource_gone(exc):
+                raise
+            # Not marked lost: the client may still be live (one channel was taken over), so closing the
+            # session sends Shutdown and releases its channels at once instead of after the client timeout.
+            raise SessionLostError(f"a channel or the tunnel client {session.client_id} was lost during a Spark "
+                                   f"round ({resource_gone_line(exc)})") from None
 
     def _round_loop(self, session: TunnelSession, desc: TunnelDescription) -> TunnelDescription:
         o = self.options
@@ -293,6 +302,22 @@ class ConsumerJob:
     def close(self) -> None:
         with contextlib.suppress(TablestoreError):
             self.client.close()
+
+
+RESOURCE_GONE_CODE = "OTSResourceGone"
+
+
+def is_wrapped_resource_gone(exc: BaseException) -> bool:
+    """True for an exception (of any type: Spark wraps executor errors) whose text carries a 410
+    ``OTSResourceGone`` from the tunnel service: the channel or client was taken over or timed out."""
+    return RESOURCE_GONE_CODE in str(exc)[-20000:]
+
+
+def resource_gone_line(exc: BaseException) -> str:
+    """The line of a wrapped error that names the ``OTSResourceGone`` (for the log), at most 300 characters."""
+    text = str(exc)[-20000:]
+    line = next((ln.strip() for ln in text.splitlines() if RESOURCE_GONE_CODE in ln), RESOURCE_GONE_CODE)
+    return line[:300]
 
 
 def expired_message(exc: TunnelExpiredError) -> str:

@@ -99,6 +99,8 @@ def test_task_graph(dag_module: ModuleType) -> None:
     assert inc.trigger_rule == "none_failed_min_one_success"
     assert "data_interval_end" in " ".join(inc.application_args)
     assert dag.get_task("wait_consume_point").cutoff == inc.application_args[-1]
+    # at most one consumer per DAG at a time, also when a backfill starts several runs at once
+    assert all(dag.get_task(t).max_active_tis_per_dag == 1 for t in ("full_phase", "incremental_phase"))
 
 
 def test_credentials_only_in_env_vars(dag_module: ModuleType) -> None:

@@ -181,6 +181,45 @@ def test_lost_session_reconnects_and_replays_without_duplicates(tablestore_emula
     assert tablestore_tunnel_client.describe_tunnel(src, tunnel).tunnel.stage == TunnelStage.PROCESS_STREAM
 
 
+def test_resource_gone_wrapped_by_spark_reconnects_and_replays(tablestore_client: Any, tablestore_tunnel_client: Any,
+                                                               settings: TablestoreSettings, unique: Any,
+                                                               tmp_path: Path) -> None:
+    """With real Spark a lost channel reaches the driver wrapped in a Py4J/Python task exception: the driver
+    must reconnect and replay the round, not exit 1 (seen when two DAG runs consumed one tunnel at once)."""
+    src, tunnel = unique("src"), unique("tun")
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
+    calls: list[int] = []
+
+    class Py4JJavaError(Exception):  # what pyspark raises in the driver for a failed task
+        pass
+
+    def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+        calls.append(len(plan.tasks))
+        if len(calls) == 1:
+            raise Py4JJavaError("An error occurred while calling o123.collectToPython.\n"
+                                "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+                                "airflow_tablestore.client.errors.ResourceGoneError: OTSResourceGone: channel "
+                                "BaseData_0 is not held by this client (HTTP 410, request id r-1)\n\tat org...")
+        return run_round_locally(plan)
+
+    options = parse_args(["--table", src, "--tunnel", tunnel, "--phase", "full", "--sink", "parquet",
+                          "--sink-path", str(tmp_path), "--records-per-channel", "250", "--idle-wait", "0.2"])
+    summary = ConsumerJob(options, settings, ParquetSink(str(tmp_path)), lambda: "no-spark", runner=runner).run()
+    assert len(calls) >= 2
+    records = arrow_to_records(read_change_log(str(tmp_path)))
+    assert len(records) == ROWS == summary.records
+    assert tablestore_tunnel_client.describe_tunnel(src, tunnel).tunnel.stage == TunnelStage.PROCESS_STREAM
+
+
+def test_other_spark_failures_are_not_retried_as_session_loss() -> None:
+    from airflow_tablestore.spark.driver import is_wrapped_resource_gone, resource_gone_line
+
+    assert not is_wrapped_resource_gone(RuntimeError("Py4JJavaError: java.lang.OutOfMemoryError"))
+    wrapped = RuntimeError("PythonException:\n  x\nResourceGoneError: OTSResourceGone: client gone (HTTP 410)\n")
+    assert is_wrapped_resource_gone(wrapped)
+    assert resource_gone_line(wrapped) == "ResourceGoneError: OTSResourceGone: client gone (HTTP 410)"
+
+
 def test_expired_tunnel_fails_clearly_without_spark(tablestore_emulator: Any, tablestore_client: Any, tablestore_tunnel_client: Any,
                                                     settings: TablestoreSettings, unique: Any,
                                                     tmp_path: Path) -> None:
