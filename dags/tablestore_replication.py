@@ -41,6 +41,8 @@ from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor
 
 CONSUMER = importlib.util.find_spec("airflow_tablestore.spark.consumer")
 APPLICATION = CONSUMER.origin if CONSUMER and CONSUMER.origin else "airflow_tablestore/spark/consumer.py"
+# Spark at WARN in the task log (about 80 start-up INFO lines otherwise); the driver runs on the worker (client mode)
+SPARK_LOG4J = os.path.join(os.path.dirname(APPLICATION), "log4j2.properties")
 START_DATE = datetime.fromisoformat(os.environ.get("TABLESTORE_REPLICATION_START_DATE", "2026-11-01T00:00:00+00:00"))
 # Runs without a logical date (a REST trigger with "logical_date": null) have no data interval: the template
 # must not touch data_interval_end then (Airflow renders with StrictUndefined), so test it with `is defined`.
@@ -215,7 +217,8 @@ with DAG(
         "application": APPLICATION,
         "conn_id": "{{ params.spark_conn_id }}",
         "env_vars": _credential_env(),
-        "conf": {"spark.speculation": "false", "spark.sql.sources.partitionOverwriteMode": "dynamic"},
+        "conf": {"spark.speculation": "false", "spark.sql.sources.partitionOverwriteMode": "dynamic",
+                 "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file://{SPARK_LOG4J}"},
         # One consumer of the tunnel at a time across all runs of this DAG, backfills included (Airflow 3.3 does
         # not apply max_active_runs to backfills, which start 10 runs by default); earlier intervals go first.
         "max_active_tis_per_dag": 1,

@@ -55,6 +55,11 @@ def application_path() -> str:
     return os.path.abspath(__file__)
 
 
+def log4j_config_path() -> str:
+    """Path of the packaged log4j2 configuration (Spark at WARN) for ``-Dlog4j2.configurationFile``."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
 def build_sink(options: Any, source: Any) -> Any:
     """The sink described by the options (sink credentials default to the source instance)."""
     from airflow_tablestore.spark import settings as settings_mod

@@ -99,6 +99,10 @@ def test_task_graph(dag_module: ModuleType) -> None:
     assert inc.trigger_rule == "none_failed_min_one_success"
     assert "data_interval_end" in " ".join(inc.application_args)
     assert dag.get_task("wait_consume_point").cutoff == inc.application_args[-1]
+    # Spark's start-up INFO noise is kept out of the task log (the packaged log4j2 file sets WARN)
+    java_options = inc.conf["spark.driver.extraJavaOptions"]
+    assert java_options.startswith("-Dlog4j2.configurationFile=file://")
+    assert "rootLogger.level = warn" in Path(java_options.split("file://", 1)[1]).read_text()
     # at most one consumer per DAG at a time, also when a backfill starts several runs at once
     assert all(dag.get_task(t).max_active_tis_per_dag == 1 for t in ("full_phase", "incremental_phase"))
 
