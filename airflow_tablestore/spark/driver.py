@@ -27,6 +27,7 @@ from airflow_tablestore.client.model import ChannelStatus, TunnelDescription
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
 from airflow_tablestore.spark.options import JobOptions
 from airflow_tablestore.spark.phases import BASE, STREAM, full_phase_done, incremental_done
+from airflow_tablestore.spark.progress import DEFAULT_INTERVAL_S, RoundProgress
 from airflow_tablestore.spark.reader import CONTROL_DDL, ChannelTask, RoundPlan, round_function
 from airflow_tablestore.spark.session import SessionLostError, TunnelSession
 from airflow_tablestore.spark.settings import TablestoreSettings
@@ -111,6 +112,7 @@ class ConsumerJob:
                                   cutoff=options.cutoff.isoformat() if options.cutoff else None)
         self.summary.profile = {"read": 0.0, "sink": 0.0, "spark_round": 0.0, "checkpoint": 0.0, "plan": 0.0}
         self._rotation = 0
+        self.progress_interval_s = DEFAULT_INTERVAL_S
 
     # -- tunnel state -------------------------------------------------------------------------------
     def describe(self) -> TunnelDescription:
@@ -259,7 +261,9 @@ class ConsumerJob:
         session.begin_round(channels)
         t1 = time.monotonic()
         try:
-            rows = self.runner(spark, plan)
+            with RoundProgress(number, len(channels), spark, lambda: self._lag_line(channels),
+                               self.progress_interval_s):
+                rows = self.runner(spark, plan)
         finally:
             session.end_round()
         t2 = time.monotonic()
@@ -298,6 +302,18 @@ class ConsumerJob:
                  number, o.phase, len(rows), records, finished, wall, records / wall if wall > 0 else 0.0,
                  s.records, extra)
         return records
+
+    def _lag_line(self, channels: list[str]) -> str | None:
+        """For the progress line: how far the round's slowest stream channel is checkpointed (None for base)."""
+        if self.options.phase != "incremental":
+            return None
+        desc = self.describe()
+        points = [c.consume_point_ns for c in desc.channels if c.channel_id in channels]
+        if not points:
+            return None
+        slowest = min(points)
+        behind = max(0.0, ((self.options.cutoff_us or 0) * 1000 - slowest) / 1e9)
+        return f"slowest channel checkpointed at {_fmt_ns(slowest)} ({behind:.0f}s before the cutoff)"
 
     def close(self) -> None:
         with contextlib.suppress(TablestoreError):

@@ -211,6 +211,36 @@ def test_resource_gone_wrapped_by_spark_reconnects_and_replays(tablestore_client
     assert tablestore_tunnel_client.describe_tunnel(src, tunnel).tunnel.stage == TunnelStage.PROCESS_STREAM
 
 
+def test_a_long_round_logs_progress(tablestore_client: Any, tablestore_tunnel_client: Any, settings: TablestoreSettings,
+                                    unique: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A round is one Spark job: while it runs, the driver logs a progress line at a fixed interval (10 s by
+    default; 0.2 s here), with the stream channels' checkpointed lag behind the cutoff."""
+    import logging
+    import time
+
+    src, tunnel = unique("src"), unique("tun")
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 50)
+    job(settings, ParquetSink(str(tmp_path / "full")), "--table", src, "--tunnel", tunnel, "--phase", "full",
+        "--sink", "parquet", "--sink-path", str(tmp_path / "full")).run()
+    demo.write_changes(tablestore_client, src, 50, 20)
+
+    def slow_runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+        time.sleep(1.0)
+        return run_round_locally(plan)
+
+    options = parse_args(["--table", src, "--tunnel", tunnel, "--phase", "incremental", "--cutoff",
+                          datetime.now(UTC).isoformat(), "--sink", "parquet", "--sink-path", str(tmp_path / "inc"),
+                          "--idle-wait", "0.2"])
+    consumer = ConsumerJob(options, settings, ParquetSink(str(tmp_path / "inc")), lambda: "no-spark",
+                           runner=slow_runner)
+    consumer.progress_interval_s = 0.2
+    with caplog.at_level(logging.INFO, logger="airflow_tablestore.spark"):
+        consumer.run()
+    lines = [r.getMessage() for r in caplog.records if "in progress" in r.getMessage()]
+    assert lines and lines[0].startswith("round 1 in progress: ")
+    assert "slowest channel checkpointed at" in lines[0] and "before the cutoff" in lines[0]
+
+
 def test_other_spark_failures_are_not_retried_as_session_loss() -> None:
     from airflow_tablestore.spark.driver import is_wrapped_resource_gone, resource_gone_line
 
