@@ -61,6 +61,14 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_tablestore.triggers.tunnel"],
             }
         ],
+        "asset-uris": [
+            {
+                "schemes": ["tablestore"],
+                "handler": "airflow_tablestore.assets.tablestore.sanitize_uri",
+                "factory": "airflow_tablestore.assets.tablestore.create_asset",
+                "to_openlineage_converter": "airflow_tablestore.assets.tablestore.convert_asset_to_openlineage",
+            }
+        ],
         "connection-types": [
             {
                 "connection-type": "tablestore",
