@@ -12,8 +12,8 @@ Copy this DAG and adjust the defaults (or set them per run in the trigger form).
    the incremental cutoff is the run's ``data_interval_end``.
 6. ``wait_consume_point`` — the tunnel consume point is at or past the same cutoff.
 
-Credentials reach spark-submit as ``TABLESTORE_*`` / ``TABLESTORE_SINK_*`` environment variables rendered
-from the connections (and masked), never as application arguments. Unpausing starts from the current
+Credentials reach the Spark driver in a file readable only by the worker's user (``--credentials-file``, written
+from the connections at run time and deleted afterwards), never as arguments, Spark conf or env_vars. Unpausing starts from the current
 interval (``catchup=False``): the full phase copies the whole table anyway. Set
 ``TABLESTORE_REPLICATION_CATCHUP=true`` (and ``TABLESTORE_REPLICATION_START_DATE``, an ISO date) to have the
 scheduler create the past intervals' runs; ``max_active_runs=1`` keeps scheduled runs in interval order.
@@ -29,6 +29,7 @@ import importlib.util
 import os
 import re
 import sys
+import tempfile
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -50,40 +51,49 @@ CUTOFF = ("{{ (data_interval_end if data_interval_end is defined and data_interv
           ".isoformat() }}")
 CATCHUP = os.environ.get("TABLESTORE_REPLICATION_CATCHUP", "false").lower() in ("1", "true", "yes")
 
-_CONFIG_FIELDS = ("endpoint", "instance_name", "access_key_id", "access_key_secret", "sts_token", "region")
-_ENV_NAMES = {
-    "endpoint": "ENDPOINT", "instance_name": "INSTANCE", "access_key_id": "ACCESS_KEY_ID",
-    "access_key_secret": "ACCESS_KEY_SECRET", "sts_token": "STS_TOKEN", "region": "REGION",
-}
-_configs: dict[str, Any] = {}
 
-
-def tablestore_setting(conn_id: str, name: str) -> str:
-    """Template macro: one field of a ``tablestore`` connection (secrets are registered with the masker)."""
-    if name not in _CONFIG_FIELDS:
-        raise ValueError(f"unknown Tablestore setting {name!r}")
-    if conn_id not in _configs:
-        from airflow_tablestore.hooks.base import TablestoreBaseHook
-
-        _configs[conn_id] = TablestoreBaseHook(conn_id).get_config()  # calls mask_secret on the secrets
-    return str(getattr(_configs[conn_id], name) or "")
-
-
-def _credential_env() -> dict[str, str]:
-    env = {}
-    for prefix, param in (("TABLESTORE_", "tablestore_conn_id"), ("TABLESTORE_SINK_", "sink_tablestore_conn_id")):
-        for field, suffix in _ENV_NAMES.items():
-            env[prefix + suffix] = "{{ tablestore_setting(params." + param + ", '" + field + "') }}"
+def _spark_env() -> dict[str, str]:
+    """No credentials here: on YARN/Kubernetes env_vars become --conf arguments (process lists, Spark UI)."""
     # Local/client mode: the driver and executors use the worker's interpreter (it has this package).
-    env["PYSPARK_PYTHON"] = os.environ.get("PYSPARK_PYTHON", sys.executable)
-    return env
+    return {"PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
 
 
 class TablestoreSparkSubmitOperator(SparkSubmitOperator):
-    """``SparkSubmitOperator`` whose Spark connection id can come from a param (templated), and which fails at
-    once, without retries, when the worker has no ``spark-submit`` or no Java."""
+    """``SparkSubmitOperator`` for the consumer: the Spark connection id can come from a param (templated); it
+    fails at once, without retries, when the worker has no ``spark-submit`` or no Java, or when the consumer
+    exits with a permanent error; and credentials never appear on a command line.
 
-    template_fields = (*SparkSubmitOperator.template_fields, "_conn_id")
+    Credentials: the source and sink connections are written to a JSON file readable only by the worker's user
+    (in a private temporary directory, deleted when the task ends) and passed as ``--credentials-file``. In
+    client and local mode the driver reads it where it is; in cluster deploy mode it travels with ``--files`` and
+    the driver reads it from its working directory (on Kubernetes that needs ``spark.kubernetes.file.upload.path``;
+    or mount a Secret and pass ``--credentials-file`` in ``application_args`` yourself). The executors receive
+    the settings inside the job's closures, never through the Spark conf.
+    """
+
+    template_fields = (*SparkSubmitOperator.template_fields, "_conn_id", "tablestore_conn_id",
+                       "sink_tablestore_conn_id")
+
+    def __init__(self, *, tablestore_conn_id: str, sink_tablestore_conn_id: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.tablestore_conn_id = tablestore_conn_id
+        self.sink_tablestore_conn_id = sink_tablestore_conn_id
+
+    def _with_credentials(self, directory: str) -> None:
+        """Write the credentials file into ``directory`` and point the job at it."""
+        from airflow_tablestore.hooks.base import TablestoreBaseHook
+        from airflow_tablestore.spark.settings import write_credentials_file
+
+        source = TablestoreBaseHook(self.tablestore_conn_id).get_config()  # registers secrets with the masker
+        sink = None
+        if self.sink_tablestore_conn_id and self.sink_tablestore_conn_id != self.tablestore_conn_id:
+            sink = TablestoreBaseHook(self.sink_tablestore_conn_id).get_config()
+        path = write_credentials_file(directory, source, sink)
+        if (self._deploy_mode or self._get_hook()._connection.get("deploy_mode")) == "cluster":
+            self.files = ",".join(filter(None, [self.files, str(path)]))
+            self.application_args = [*(self.application_args or []), "--credentials-file", path.name]
+        else:
+            self.application_args = [*(self.application_args or []), "--credentials-file", str(path)]
 
     def execute(self, context: Any) -> None:
         from airflow.sdk.exceptions import AirflowFailException
@@ -99,7 +109,9 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
         if problem:
             raise AirflowFailException(problem)
         try:
-            super().execute(context)
+            with tempfile.TemporaryDirectory(prefix="tablestore-spark-") as private:  # mode 0700
+                self._with_credentials(private)
+                super().execute(context)
         except Exception as exc:
             code = re.search(r"Error code is: (\d+)", str(exc))
             if code and int(code.group(1)) in PERMANENT_EXIT_CODES:
@@ -133,7 +145,6 @@ with DAG(
     catchup=CATCHUP,
     max_active_runs=1,
     default_args={"retries": 2, "retry_delay": timedelta(minutes=1)},
-    user_defined_macros={"tablestore_setting": tablestore_setting},
     params={
         "tablestore_conn_id": Param("tablestore_default", type="string", minLength=1, title="Source connection",
                                     description="Airflow connection (type tablestore) of the source instance"),
@@ -216,7 +227,9 @@ with DAG(
     common: dict[str, Any] = {
         "application": APPLICATION,
         "conn_id": "{{ params.spark_conn_id }}",
-        "env_vars": _credential_env(),
+        "env_vars": _spark_env(),
+        "tablestore_conn_id": "{{ params.tablestore_conn_id }}",
+        "sink_tablestore_conn_id": "{{ params.sink_tablestore_conn_id }}",
         "conf": {"spark.speculation": "false", "spark.sql.sources.partitionOverwriteMode": "dynamic",
                  "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file://{SPARK_LOG4J}"},
         # One consumer of the tunnel at a time across all runs of this DAG, backfills included (Airflow 3.3 does

@@ -159,3 +159,20 @@ def _endpoint_key(endpoint: str) -> str:
 def same_instance(a: TablestoreSettings, b: TablestoreSettings) -> bool:
     """True when both settings address the same instance (endpoint and instance name)."""
     return _endpoint_key(a.endpoint) == _endpoint_key(b.endpoint) and a.instance_name == b.instance_name
+
+
+def write_credentials_file(directory: str | os.PathLike[str], source: Any, sink: Any | None = None) -> Path:
+    """Write ``{"source": {...}[, "sink": {...}]}`` (the :func:`from_file` format) to a new file readable only
+    by this user in ``directory``; ``source``/``sink`` are objects with this module's field names (for example
+    the Airflow hook's ``TablestoreConnectionConfig``). Returns its path; the caller deletes it."""
+    def block(settings: Any) -> dict[str, Any]:
+        return {name: getattr(settings, name) for name in _FIELDS if getattr(settings, name, None)}
+
+    data = {"source": block(source)}
+    if sink is not None:
+        data["sink"] = block(sink)
+    path = Path(directory) / "tablestore-credentials.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle)
+    return path
