@@ -13,11 +13,21 @@ import logging
 import threading
 import time
 
-from airflow_tablestore.client.errors import ResourceGoneError, SequenceNumberMismatchError, TablestoreError
+from airflow_tablestore.client.errors import (
+    ResourceGoneError,
+    SequenceNumberMismatchError,
+    ServerError,
+    TablestoreError,
+    TablestoreNetworkError,
+)
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel import Channel, TunnelClient
 
 log = logging.getLogger("airflow_tablestore.spark")
+
+
+COMMIT_ATTEMPTS = 5
+COMMIT_BACKOFF_S = 0.2
 
 
 class SessionLostError(RuntimeError):
@@ -163,7 +173,24 @@ class TunnelSession:
 
     def commit(self, channel_id: str, start_token: str, sequence: int, next_token: str) -> bool:
         """Store ``next_token`` (the sink already holds everything before it). Returns False when the channel
-        was moved on by someone else or taken away (its records will be replayed; the sink is idempotent)."""
+        was moved on by someone else or taken away (its records will be replayed; the sink is idempotent).
+
+        A network error or 5xx is retried (``COMMIT_ATTEMPTS`` times, with backoff): the sequence number makes
+        a repeated checkpoint safe, since an attempt that did land answers "sequence mismatch" with our token.
+        """
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                return self._commit_once(channel_id, start_token, sequence, next_token)
+            except (TablestoreNetworkError, ServerError) as exc:
+                if attempt == COMMIT_ATTEMPTS:
+                    raise
+                delay = min(COMMIT_BACKOFF_S * 2 ** (attempt - 1), 5.0)
+                log.warning("checkpoint of channel %s failed (%s); retry %d of %d in %.1fs", channel_id, exc,
+                            attempt, COMMIT_ATTEMPTS - 1, delay)
+                time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _commit_once(self, channel_id: str, start_token: str, sequence: int, next_token: str) -> bool:
         try:
             self.client.checkpoint(self.tunnel_id, self.client_id, channel_id, next_token, sequence + 1)
             return True

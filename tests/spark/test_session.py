@@ -79,3 +79,20 @@ def test_commit_recovers_from_a_stale_sequence_number(tablestore_client: Any, ta
         tablestore_tunnel_client.checkpoint(tunnel_id, session.client_id, channel, later, current + 1)
         assert not session.commit(channel, start, seq, result.next_token)
         assert session.get_checkpoint(channel)[0] == later
+
+
+def test_a_checkpoint_that_fails_with_a_5xx_is_retried(tablestore_emulator: Any, tablestore_client: Any,
+                                                       tablestore_tunnel_client: TunnelClient, unique: Any) -> None:
+    """A checkpoint is not idempotent for the transport, so a 500 used to abort the job after the sink had
+    written; the session retries it (the sequence number makes that safe)."""
+    src, name, tunnel_id = _tunnel(tablestore_client, tablestore_tunnel_client, unique, rows=300)
+    with TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
+        (channel,) = session.open_channels()
+        token, seq = session.get_checkpoint(channel)
+        next_token = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel, token).next_token
+        tablestore_emulator.control.add_fault("/tunnel/checkpoint", "OTSInternalServerError", status=500, count=2)
+        try:
+            assert session.commit(channel, token, seq, next_token)
+        finally:
+            tablestore_emulator.control.clear_faults()
+        assert session.get_checkpoint(channel) == (next_token, seq + 1)
