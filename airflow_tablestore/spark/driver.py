@@ -113,6 +113,8 @@ class ConsumerJob:
         self.summary.profile = {"read": 0.0, "sink": 0.0, "spark_round": 0.0, "checkpoint": 0.0, "plan": 0.0}
         self._rotation = 0
         self.progress_interval_s = DEFAULT_INTERVAL_S
+        self._waiting_since: float | None = None
+        self._last_wait_log = 0.0
 
     # -- tunnel state -------------------------------------------------------------------------------
     def describe(self) -> TunnelDescription:
@@ -232,13 +234,35 @@ class ConsumerJob:
             types = {ch.channel_id: ch.channel_type for ch in desc.channels}
             channels = [c for c in session.open_channels() if types.get(c) == wanted]
             if not channels:
-                log.info("no open %s channel for this client yet (stage %s); waiting", wanted,
-                         desc.tunnel.stage.value)
+                self._log_waiting(session, desc, wanted)
                 time.sleep(o.idle_wait)
                 continue
+            self._waiting_since = None
             records = self._round(session, channels)
             if records == 0 and o.phase == "incremental":
                 time.sleep(o.idle_wait)  # caught up with the log: let the consume point move on
+
+    def _log_waiting(self, session: TunnelSession, desc: TunnelDescription, wanted: str) -> None:
+        """Say why there is nothing to read, at most every ``WAIT_LOG_INTERVAL_S``: which clients hold the
+        channels, for how long this consumer has waited, and the longest the wait can take."""
+        now = time.monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = now
+        elif now - self._last_wait_log < WAIT_LOG_INTERVAL_S:
+            return
+        self._last_wait_log = now
+        held = [c for c in desc.channels if c.channel_type == wanted and c.client_id
+                and c.client_id != session.client_id and c.status in (ChannelStatus.OPEN, ChannelStatus.CLOSING)]
+        waited = now - self._waiting_since
+        if held:
+            owners = sorted({c.client_id for c in held if c.client_id})
+            log.info("waiting %.0fs for %d %s channel(s) held by %s: another consumer of this tunnel (it hands "
+                     "channels over as they are rebalanced), or a dead one whose channels the server releases when "
+                     "its heartbeat timeout runs out (the Spark consumer's --client-timeout, %ds by default; other "
+                     "workers' own timeouts)", waited, len(held), wanted, ", ".join(owners), JobOptions.client_timeout)
+        else:
+            log.info("waiting %.0fs: no open %s channel for this client yet (tunnel stage %s)", waited, wanted,
+                     desc.tunnel.stage.value)
 
     def _select(self, channels: list[str]) -> list[str]:
         limit = self.options.max_parallel_channels
@@ -321,6 +345,7 @@ class ConsumerJob:
 
 
 RESOURCE_GONE_CODE = "OTSResourceGone"
+WAIT_LOG_INTERVAL_S = 10.0
 
 
 def is_wrapped_resource_gone(exc: BaseException) -> bool:

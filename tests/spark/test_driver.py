@@ -241,6 +241,32 @@ def test_a_long_round_logs_progress(tablestore_client: Any, tablestore_tunnel_cl
     assert "slowest channel checkpointed at" in lines[0] and "before the cutoff" in lines[0]
 
 
+def test_a_second_consumer_waits_for_the_first_and_says_whose_channels_it_waits_for(
+        tablestore_client: Any, tablestore_tunnel_client: Any, settings: TablestoreSettings, unique: Any,
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Two runs of the DAG on one tunnel at once: the second one waits (and logs who holds the channels) until
+    the first lets go, then completes; it never fails."""
+    import logging
+    import threading
+
+    from airflow_tablestore.spark.session import TunnelSession
+
+    src, tunnel = unique("src"), unique("tun")
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
+    tunnel_id = tablestore_tunnel_client.describe_tunnel(src, tunnel).tunnel.tunnel_id
+    first = TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=0.5, client_timeout=60,
+                          client_tag="first")
+    first.start()
+    assert first.open_channels()  # the first consumer holds every channel
+    threading.Timer(2.0, first.close).start()  # ...until it shuts down (releases them)
+    with caplog.at_level(logging.INFO, logger="airflow_tablestore.spark"):
+        summary = job(settings, ParquetSink(str(tmp_path)), "--table", src, "--tunnel", tunnel, "--phase", "full",
+                      "--sink", "parquet", "--sink-path", str(tmp_path)).run()
+    assert summary.records == ROWS
+    waits = [r.getMessage() for r in caplog.records if r.getMessage().startswith("waiting")]
+    assert waits and f"held by {first.client_id}" in waits[0]
+
+
 def test_other_spark_failures_are_not_retried_as_session_loss() -> None:
     from airflow_tablestore.spark.driver import is_wrapped_resource_gone, resource_gone_line
 
