@@ -13,7 +13,8 @@ from airflow_tablestore.client.errors import (
     TablestoreError,
     TunnelExpiredError,
 )
-from airflow_tablestore.client.model import ChannelStatus, TunnelDescription, TunnelType, ns_to_datetime
+from airflow_tablestore.client.model import TunnelDescription, TunnelType, ns_to_datetime
+from airflow_tablestore.client.progress import consumed_through
 from airflow_tablestore.hooks.base import TablestoreBaseHook, TablestoreConnectionConfig
 
 if TYPE_CHECKING:
@@ -48,11 +49,8 @@ def ns_to_iso(ns: int) -> str | None:
 
 
 def evaluate_consume_point(description: TunnelDescription, cutoff_ns: int) -> ConsumePointCheck:
-    """Decide whether a tunnel has been consumed up to ``cutoff_ns``.
-
-    Stream and BaseAndStream tunnels: done once the tunnel consume point (slowest stream channel) is at or
-    past the cutoff. BaseData tunnels: done once every channel is TERMINATED. Any tunnel whose channels are
-    all TERMINATED has nothing left to consume, so it is done too. Raises :class:`TunnelExpiredError` for an
+    """Decide whether a tunnel has been consumed up to ``cutoff_ns`` (the shared rule:
+    :func:`airflow_tablestore.client.progress.consumed_through`). Raises :class:`TunnelExpiredError` for an
     expired tunnel (it will never progress).
     """
     info = description.tunnel
@@ -62,18 +60,9 @@ def evaluate_consume_point(description: TunnelDescription, cutoff_ns: int) -> Co
             f"tunnel {info.tunnel_name!r} on table {info.table_name!r} has expired (its stream position fell "
             "out of the stream log retention): delete and recreate it, then reload the data",
         )
-    channels = description.channels
-    terminated = sum(1 for c in channels if c.status == ChannelStatus.TERMINATED)
-    all_terminated = bool(channels) and terminated == len(channels)
-    point = description.consume_point_ns
+    progress = consumed_through(description, cutoff_ns)
     kind = TunnelType(info.tunnel_type)
-    if kind == TunnelType.BASE_DATA or all_terminated:
-        done = all_terminated
-        message = f"{terminated}/{len(channels)} channels terminated"
-    else:
-        done = point > 0 and point >= cutoff_ns
-        message = f"consume point {ns_to_iso(point) or 'not set yet'}, cutoff {ns_to_iso(cutoff_ns)}"
-    return ConsumePointCheck(done, point, info.tunnel_id, kind.value, message)
+    return ConsumePointCheck(progress.done, progress.consume_point_ns, info.tunnel_id, kind.value, progress.message)
 
 
 class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):

@@ -211,8 +211,9 @@ def test_resource_gone_wrapped_by_spark_reconnects_and_replays(tablestore_client
     assert tablestore_tunnel_client.describe_tunnel(src, tunnel).tunnel.stage == TunnelStage.PROCESS_STREAM
 
 
-def test_a_long_round_logs_progress(tablestore_client: Any, tablestore_tunnel_client: Any, settings: TablestoreSettings,
-                                    unique: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_long_round_logs_progress(tablestore_emulator: Any, tablestore_client: Any, tablestore_tunnel_client: Any,
+                                    settings: TablestoreSettings, unique: Any, tmp_path: Path,
+                                    caplog: pytest.LogCaptureFixture) -> None:
     """A round is one Spark job: while it runs, the driver logs a progress line at a fixed interval (10 s by
     default; 0.2 s here), with the stream channels' checkpointed lag behind the cutoff."""
     import logging
@@ -228,9 +229,10 @@ def test_a_long_round_logs_progress(tablestore_client: Any, tablestore_tunnel_cl
         time.sleep(1.0)
         return run_round_locally(plan)
 
+    emulator_now = datetime.fromtimestamp(tablestore_emulator.control.state()["now_us"] / 1e6, UTC)
     options = parse_args(["--table", src, "--tunnel", tunnel, "--phase", "incremental", "--cutoff",
-                          datetime.now(UTC).isoformat(), "--sink", "parquet", "--sink-path", str(tmp_path / "inc"),
-                          "--idle-wait", "0.2"])
+                          emulator_now.isoformat(), "--sink", "parquet", "--sink-path", str(tmp_path / "inc"),
+                          "--idle-wait", "0.2"])  # the emulator's clock: earlier tests in this module move it
     consumer = ConsumerJob(options, settings, ParquetSink(str(tmp_path / "inc")), lambda: "no-spark",
                            runner=slow_runner)
     consumer.progress_interval_s = 0.2
