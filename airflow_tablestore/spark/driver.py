@@ -281,7 +281,7 @@ class ConsumerJob:
         checkpoints = {cid: session.get_checkpoint(cid) for cid in channels}
         tasks = tuple(ChannelTask(cid, token, o.phase == "incremental") for cid, (token, _) in checkpoints.items())
         plan = RoundPlan(self.settings, session.tunnel_id, session.client_id, tasks, self.sink,
-                         o.records_per_channel, o.cutoff_us, o.request_timeout)
+                         o.records_per_channel, o.cutoff_us, o.request_timeout, o.bytes_per_channel)
         session.begin_round(channels)
         t1 = time.monotonic()
         try:

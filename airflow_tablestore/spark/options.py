@@ -32,6 +32,7 @@ class JobOptions:
     sink_env_prefix: str = SINK_PREFIX
     credentials_file: str | None = None
     records_per_channel: int = 50_000
+    bytes_per_channel: int = 256 * 1024 * 1024
     max_parallel_channels: int = 0
     heartbeat_interval: float = 5.0
     client_timeout: int = 60
@@ -103,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--credentials-file", help="JSON file with 'source' and optional 'sink' settings")
     p.add_argument("--records-per-channel", type=_positive_int, default=50_000,
                    help="records read per channel per round (default %(default)s)")
+    p.add_argument("--bytes-per-channel", type=_positive_int, default=256 * 1024 * 1024,
+                   help="bytes (as read from the tunnel) per channel per round: with --records-per-channel, "
+                   "bounds a task's work for large rows (default %(default)s = 256 MiB)")
     p.add_argument("--max-parallel-channels", type=_non_negative_int, default=0,
                    help="channels read per round, 0 = all open channels (default)")
     p.add_argument("--heartbeat-interval", type=_positive_float, default=5.0,
@@ -148,6 +152,7 @@ def parse_args(argv: Sequence[str] | None = None) -> JobOptions:
         sink_env_prefix=ns.sink_conn_env_prefix,
         credentials_file=ns.credentials_file,
         records_per_channel=ns.records_per_channel,
+        bytes_per_channel=ns.bytes_per_channel,
         max_parallel_channels=ns.max_parallel_channels,
         heartbeat_interval=ns.heartbeat_interval,
         client_timeout=ns.client_timeout,

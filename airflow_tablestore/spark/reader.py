@@ -65,11 +65,12 @@ class RoundPlan:
     max_records: int
     cutoff_us: int | None = None
     request_timeout: float = 60.0
+    max_bytes: int = 256 * 1024 * 1024
 
 
 def read_channel(client: Any, plan: RoundPlan, task: ChannelTask) -> dict[str, Any]:
-    """Read ``task``'s channel until "finished", the record cap, the cutoff or (stream) the head of the log;
-    write every record to the sink; return the control row. Raises if a read or a sink write fails."""
+    """Read ``task``'s channel until "finished", the record or byte cap, the cutoff or (stream) the head of the
+    log; write every record to the sink; return the control row. Raises if a read or a sink write fails."""
     started = time.perf_counter()
     row: dict[str, Any] = {
         "channel_id": task.channel_id, "start_token": task.start_token, "next_token": task.start_token,
@@ -107,7 +108,7 @@ def read_channel(client: Any, plan: RoundPlan, task: ChannelTask) -> dict[str, A
         if token == FINISHED:
             row["finished"] = True
             break
-        if row["reached_cutoff"] or count >= plan.max_records:
+        if row["reached_cutoff"] or count >= plan.max_records or size >= plan.max_bytes:
             break
         if task.stream:
             if not records or not enough_data(result):

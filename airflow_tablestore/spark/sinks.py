@@ -139,36 +139,62 @@ def chunk_path(base: str, channel_id: str, start_token: str) -> str:
 
 
 class _ParquetWriter:
+    """Streams a round's records of one channel into a hidden temporary file, one row group per tunnel read
+    (memory holds one read, not the round), and renames it to the deterministic chunk name on close."""
+
     def __init__(self, path: str, channel_id: str, start_token: str) -> None:
         self._path = path
         self._channel_id = channel_id
         self._chunk = chunk_id(start_token)
         self._start_token = start_token
-        self._tables: list[pa.Table] = []
         self._count = 0
+        self._writer: Any = None
+        self._filesystem: Any = None
+        self._tmp = ""
+        self._final = ""
 
-    def write(self, records: Sequence[Record]) -> None:
-        if records:
-            self._tables.append(records_to_arrow(records, self._channel_id, self._chunk, self._count))
-            self._count += len(records)
-
-    def close(self) -> int:
-        if not self._count:
-            return 0
+    def _open(self) -> None:
         import pyarrow.parquet as pq
 
         filesystem, base = _filesystem(self._path)
-        final = chunk_path(base, self._channel_id, self._start_token)
-        directory = final.rsplit("/", 1)[0]
+        self._final = chunk_path(base, self._channel_id, self._start_token)
+        directory = self._final.rsplit("/", 1)[0]
         filesystem.create_dir(directory, recursive=True)
-        tmp = f"{directory}/.tmp-{uuid.uuid4().hex}.parquet"  # hidden from Spark/Arrow dataset readers
-        table = pa.concat_tables(self._tables)
+        self._tmp = f"{directory}/.tmp-{uuid.uuid4().hex}.parquet"  # hidden from Spark/Arrow dataset readers
+        self._filesystem = filesystem
+        self._writer = pq.ParquetWriter(self._tmp, CHANGE_SCHEMA, filesystem=filesystem)
+
+    def write(self, records: Sequence[Record]) -> None:
+        if not records:
+            return
+        if self._writer is None:
+            self._open()
         try:
-            pq.write_table(table, tmp, filesystem=filesystem)
-            filesystem.move(tmp, final)  # atomic rename on local and HDFS filesystems
+            self._writer.write_table(records_to_arrow(records, self._channel_id, self._chunk, self._count))
         except BaseException:
+            self._discard()
+            raise
+        self._count += len(records)
+
+    def _discard(self) -> None:
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
             with contextlib.suppress(OSError):
-                filesystem.delete_file(tmp)
+                self._filesystem.delete_file(self._tmp)
+            self._writer = None
+
+    def close(self) -> int:
+        if self._writer is None:
+            return 0
+        try:
+            self._writer.close()
+            self._writer = None
+            self._filesystem.move(self._tmp, self._final)  # atomic rename on local and HDFS filesystems
+        except BaseException:
+            self._discard()
+            with contextlib.suppress(OSError):
+                self._filesystem.delete_file(self._tmp)
             raise
         return self._count
 

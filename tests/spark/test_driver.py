@@ -269,6 +269,29 @@ def test_a_second_consumer_waits_for_the_first_and_says_whose_channels_it_waits_
     assert waits and f"held by {first.client_id}" in waits[0]
 
 
+def test_rounds_are_bounded_by_bytes_as_well_as_records(tablestore_client: Any, tablestore_tunnel_client: Any,
+                                                        settings: TablestoreSettings, unique: Any,
+                                                        tmp_path: Path) -> None:
+    """--bytes-per-channel ends a channel's round once that many bytes were read (large rows would otherwise
+    fill an executor with --records-per-channel rows); the rounds still replicate everything exactly once."""
+    src, tunnel = unique("src"), unique("tun")
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
+    rows_seen: list[dict[str, Any]] = []
+
+    def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+        assert plan.max_bytes == 1
+        rows = run_round_locally(plan)
+        rows_seen.extend(rows)
+        return rows
+
+    options = parse_args(["--table", src, "--tunnel", tunnel, "--phase", "full", "--sink", "parquet",
+                          "--sink-path", str(tmp_path), "--bytes-per-channel", "1", "--idle-wait", "0.2"])
+    summary = ConsumerJob(options, settings, ParquetSink(str(tmp_path)), lambda: "no-spark", runner=runner).run()
+    assert all(row["reads"] == 1 for row in rows_seen)  # one ReadRecords per channel and round
+    assert summary.rounds > 1 and summary.records == ROWS
+    assert len(arrow_to_records(read_change_log(str(tmp_path)))) == ROWS
+
+
 def test_other_spark_failures_are_not_retried_as_session_loss() -> None:
     from airflow_tablestore.spark.driver import is_wrapped_resource_gone, resource_gone_line
 
