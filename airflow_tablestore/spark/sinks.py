@@ -138,9 +138,14 @@ def chunk_path(base: str, channel_id: str, start_token: str) -> str:
     return f"{base}/channel={safe_name(channel_id)}/part-{chunk_id(start_token)}.parquet"
 
 
+ROW_GROUP_BYTES = 16 * 1024 * 1024
+"""Records are buffered up to about this many (Arrow) bytes, then written as one row group."""
+
+
 class _ParquetWriter:
-    """Streams a round's records of one channel into a hidden temporary file, one row group per tunnel read
-    (memory holds one read, not the round), and renames it to the deterministic chunk name on close."""
+    """Streams a round's records of one channel into a hidden temporary file, a row group every
+    ``ROW_GROUP_BYTES`` (memory holds at most that plus one tunnel read, not the round), and renames it to the
+    deterministic chunk name on close."""
 
     def __init__(self, path: str, channel_id: str, start_token: str) -> None:
         self._path = path
@@ -148,6 +153,8 @@ class _ParquetWriter:
         self._chunk = chunk_id(start_token)
         self._start_token = start_token
         self._count = 0
+        self._pending: list[pa.Table] = []
+        self._pending_bytes = 0
         self._writer: Any = None
         self._filesystem: Any = None
         self._tmp = ""
@@ -167,14 +174,24 @@ class _ParquetWriter:
     def write(self, records: Sequence[Record]) -> None:
         if not records:
             return
+        table = records_to_arrow(records, self._channel_id, self._chunk, self._count)
+        self._count += len(records)
+        self._pending.append(table)
+        self._pending_bytes += table.nbytes
+        if self._pending_bytes >= ROW_GROUP_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
         if self._writer is None:
             self._open()
         try:
-            self._writer.write_table(records_to_arrow(records, self._channel_id, self._chunk, self._count))
+            self._writer.write_table(pa.concat_tables(self._pending))
         except BaseException:
             self._discard()
             raise
-        self._count += len(records)
+        self._pending, self._pending_bytes = [], 0
 
     def _discard(self) -> None:
         if self._writer is not None:
@@ -185,6 +202,7 @@ class _ParquetWriter:
             self._writer = None
 
     def close(self) -> int:
+        self._flush()
         if self._writer is None:
             return 0
         try:
