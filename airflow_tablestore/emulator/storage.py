@@ -7,6 +7,11 @@ Rows are keyed by :mod:`keys` (memcmp order = Tablestore PK order) and their cel
 time from the table options).
 
 The tunnel service builds on the stream log and the snapshots; see the methods' docstrings for the contract.
+
+Size (~690 lines): one ``Store`` class behind one lock and one SQLite connection; rows, the stream log and
+snapshots must change in the same transaction (a write and its stream record commit together). The split into
+row, stream-log and snapshot modules over a shared transaction object is planned in issue 13 (structure),
+which is ordered after the behaviour issues so the code moves once.
 """
 
 from __future__ import annotations

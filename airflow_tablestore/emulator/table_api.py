@@ -2,6 +2,9 @@
 
 Each handler takes the raw request body and returns the response message or raises :class:`EmulatorError`.
 Semantics follow ``table-api-proto.md`` §3 and §5 (validation messages, conditions, versions, TTL, paging).
+
+Size (~600 lines): one handler per table-API operation, sharing validation helpers; a split into
+row, batch and range modules is planned in issue 13 (structure), after the behaviour issues land.
 """
 
 from __future__ import annotations

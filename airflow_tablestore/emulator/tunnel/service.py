@@ -3,6 +3,9 @@
 All state lives in memory under one lock and is written through to SQLite (:mod:`.persistence`). Client
 liveness is evaluated lazily on every request against the emulator clock (deterministic, time-travel aware,
 restart safe). The data path (ReadRecords) is in :mod:`.reader`.
+
+Size (~515 lines): one lock guards all of this state, so the control plane is one class today; splitting
+clients, channel assignment and checkpoints into modules over that state is planned in issue 13 (structure).
 """
 
 from __future__ import annotations
