@@ -98,6 +98,7 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> None:
         from airflow.sdk.exceptions import AirflowFailException
 
+        from airflow_tablestore.hooks.failures import fail_fast
         from airflow_tablestore.spark.consumer import PERMANENT_EXIT_CODES
         from airflow_tablestore.spark.preflight import spark_submit_problem
 
@@ -110,7 +111,8 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
             raise AirflowFailException(problem)
         try:
             with tempfile.TemporaryDirectory(prefix="tablestore-spark-") as private:  # mode 0700
-                self._with_credentials(private)
+                with fail_fast():  # a malformed Tablestore connection will not improve with retries
+                    self._with_credentials(private)
                 super().execute(context)
         except Exception as exc:
             code = re.search(r"Error code is: (\d+)", str(exc))
@@ -204,12 +206,12 @@ with DAG(
     @task.branch
     def plan(params: dict[str, Any] | None = None, **context: Any) -> str:
         """Full phase while base data is left; skip Spark when the consume point already passed the cutoff."""
+        from airflow_tablestore.client.progress import consumed_through, full_phase_done
         from airflow_tablestore.client.tunnel import to_ns
         from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
-        from airflow_tablestore.spark.phases import full_phase_done, incremental_done
 
         assert params is not None
-        from airflow_tablestore.operators._fail_fast import fail_fast
+        from airflow_tablestore.hooks.failures import fail_fast
 
         cutoff = context.get("data_interval_end") or context["dag_run"].run_after
         hook = TablestoreTunnelHook(params["tablestore_conn_id"])
@@ -220,7 +222,7 @@ with DAG(
             hook.close()
         if not full_phase_done(desc):
             return "full_phase"
-        if not incremental_done(desc, to_ns(cutoff)):
+        if not consumed_through(desc, to_ns(cutoff)).done:
             return "incremental_phase"
         return "wait_consume_point"
 

@@ -20,8 +20,8 @@ from airflow_tablestore.client.model import (
     TableSchema,
 )
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
+from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook, replica_schema, schema_differences
-from airflow_tablestore.operators._fail_fast import fail_fast
 from airflow_tablestore.operators._lineage import table_lineage
 
 

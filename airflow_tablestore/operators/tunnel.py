@@ -12,8 +12,8 @@ from airflow.sdk import BaseOperator, Context
 from airflow_tablestore.client.errors import AlreadyExistsError
 from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
+from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, parse_tunnel_type, to_epoch_ns
-from airflow_tablestore.operators._fail_fast import fail_fast
 from airflow_tablestore.operators._lineage import table_lineage
 
 

@@ -10,8 +10,9 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
-from airflow_tablestore.client.errors import PERMANENT_ERRORS, NotFoundError, TunnelExpiredError
+from airflow_tablestore.client.errors import NotFoundError, TunnelExpiredError
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
+from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.tunnel import (
     ConsumePointCheck,
     TablestoreTunnelHook,
@@ -19,8 +20,6 @@ from airflow_tablestore.hooks.tunnel import (
     tunnel_problem_message,
 )
 from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigger
-
-_FINAL_ERRORS: tuple[type[Exception], ...] = (*PERMANENT_ERRORS, ValueError)
 
 
 class TablestoreTunnelConsumePointSensor(BaseSensorOperator):
@@ -90,12 +89,11 @@ class TablestoreTunnelConsumePointSensor(BaseSensorOperator):
         return to_epoch_ns(datetime.now(UTC))
 
     def _check(self, cutoff_ns: int) -> ConsumePointCheck:
-        try:
-            return self.hook.check_consume_point(self.table_name, self.tunnel_name, cutoff_ns)
-        except (NotFoundError, TunnelExpiredError) as err:
-            raise AirflowFailException(tunnel_problem_message(err, self.table_name, self.tunnel_name)) from err
-        except _FINAL_ERRORS as err:  # credentials, bad parameters, a malformed connection
-            raise AirflowFailException(f"{err} (not retried: retrying cannot fix this)") from err
+        with fail_fast():  # credentials, bad parameters, a malformed connection
+            try:
+                return self.hook.check_consume_point(self.table_name, self.tunnel_name, cutoff_ns)
+            except (NotFoundError, TunnelExpiredError) as err:  # say what to do about the tunnel itself
+                raise AirflowFailException(tunnel_problem_message(err, self.table_name, self.tunnel_name)) from err
 
     def poke(self, context: Context) -> PokeReturnValue:
         check = self._check(self.resolve_cutoff_ns(context))

@@ -24,9 +24,9 @@ from airflow_tablestore.client.errors import (
     TunnelNotFoundError,
 )
 from airflow_tablestore.client.model import ChannelStatus, TunnelDescription
+from airflow_tablestore.client.progress import BASE, STREAM, consumed_through, full_phase_done
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
 from airflow_tablestore.spark.options import JobOptions
-from airflow_tablestore.spark.phases import BASE, STREAM, full_phase_done, incremental_done
 from airflow_tablestore.spark.progress import DEFAULT_INTERVAL_S, RoundProgress
 from airflow_tablestore.spark.reader import CONTROL_DDL, ChannelTask, RoundPlan, round_function
 from airflow_tablestore.spark.session import SessionLostError, TunnelSession
@@ -135,7 +135,7 @@ class ConsumerJob:
         if self.options.phase == "full":
             return full_phase_done(desc)
         assert self.options.cutoff is not None
-        return incremental_done(desc, (self.options.cutoff_us or 0) * 1000)
+        return consumed_through(desc, (self.options.cutoff_us or 0) * 1000).done
 
     # -- main loop ----------------------------------------------------------------------------------
     def run(self) -> JobSummary:

@@ -35,7 +35,7 @@ def tasks_done(spark: Any) -> tuple[int, int] | None:
 
 
 class RoundProgress:
-    """Context manager: while the block runs, log ``describe_line()`` every ``interval_s`` seconds."""
+    """Context manager: while the block runs, log :meth:`line` every ``interval_s`` seconds."""
 
     def __init__(self, number: int, channels: int, spark: Any, lag_line: Callable[[], str | None],
                  interval_s: float = DEFAULT_INTERVAL_S) -> None:
@@ -44,7 +44,6 @@ class RoundProgress:
         self.spark = spark
         self.lag_line = lag_line
         self.interval_s = interval_s
-        self.lines = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = 0.0
@@ -63,7 +62,6 @@ class RoundProgress:
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             log.info("%s", self.line())
-            self.lines += 1
 
     def __enter__(self) -> RoundProgress:
         self._started = time.monotonic()

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +32,6 @@ class EnvSpec:
     editable: bool = True
     extras: str = ""
     test_tools: bool = True
-    install_seconds: list[float] = field(default_factory=list, compare=False, hash=False)
 
     def stamp(self, interpreter: str) -> str:
         """What the venv was built from: spec, interpreter, pyproject.toml, and for a non-editable install the
@@ -95,8 +94,7 @@ def build(spec: EnvSpec) -> Path:
     result = subprocess.run(args, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"pip install for {spec.name} failed:\n{result.stderr[-4000:]}")
-    spec.install_seconds.append(time.monotonic() - started)
-    print(f"[compat] built {spec.name} in {spec.install_seconds[-1]:.0f}s", flush=True)
+    print(f"[compat] built {spec.name} in {time.monotonic() - started:.0f}s", flush=True)
     stamp_file.write_text(stamp)
     return root / "bin"
 

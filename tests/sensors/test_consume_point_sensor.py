@@ -75,6 +75,19 @@ def test_poke_false_then_true(tablestore_airflow_conn: str, stream_tunnel: tuple
     assert done.xcom_value["consume_point_ns"] >= to_epoch_ns(PAST)
 
 
+def test_poke_fails_fast_on_a_wrong_secret(tablestore_emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from airflow_tablestore.client.errors import AuthError
+
+    conn = json.loads(tablestore_emulator.airflow_connection_json())
+    conn["password"] = "not-the-secret"
+    monkeypatch.setenv("AIRFLOW_CONN_TS_WRONG_SECRET", json.dumps(conn))
+    with pytest.raises(AirflowFailException, match="OTSAuthFailed") as info:  # no retries, no more pokes
+        _sensor("t", "tn", "ts_wrong_secret", cutoff=PAST).poke(NO_CONTEXT)
+    assert isinstance(info.value.__cause__, AuthError)
+
+
 def test_poke_fails_fast_on_missing_tunnel(tablestore_airflow_conn: str, stream_table: str) -> None:
     with pytest.raises(AirflowFailException, match="does not exist"):
         _sensor(stream_table, unique("missing"), tablestore_airflow_conn, cutoff=PAST).poke(NO_CONTEXT)

@@ -36,18 +36,19 @@ class RecordReader:
         """Validate, then read from the position ``token`` names (same token ⇒ same records)."""
         if token == tokens.FINISHED:
             raise parameter_invalid("channel already finished: do not read with token 'finished'")
-        pos = tokens.decode(token, tokens.binding(tunnel_id, channel_id))
+        tag = tokens.binding(tunnel_id, channel_id)  # the token read and the next token share it
+        pos = tokens.decode(token, tag)
         grant = self.service.grant_read(tunnel_id, client_id, channel_id)
         if isinstance(pos, tokens.BasePosition):
             if grant.kind != "BaseData":
                 raise parameter_invalid("token is a base-data token but the channel is a stream channel")
-            return self._read_base(grant, pos)
+            return self._read_base(grant, pos, tag)
         if grant.kind == "BaseData":
             raise parameter_invalid("token is a stream token but the channel is a base-data channel")
-        return self._read_stream(grant, pos)
+        return self._read_stream(grant, pos, tag)
 
     # -- base ------------------------------------------------------------------------------------------
-    def _read_base(self, grant: ReadGrant, pos: tokens.BasePosition) -> tunnel_pb2.ReadRecordsResponse:
+    def _read_base(self, grant: ReadGrant, pos: tokens.BasePosition, tag: bytes) -> tunnel_pb2.ReadRecordsResponse:
         if grant.snapshot_id is None:
             raise parameter_invalid(f"base channel {grant.channel_id} has no snapshot any more")
         limit = self.limit
@@ -67,8 +68,7 @@ class RecordReader:
             last_key = key
         count = pos.count + taken
         if taken < len(rows):
-            resp.next_token = tokens.encode_base(tokens.BasePosition(last_key, count),
-                                                 tokens.binding(grant.tunnel_id, grant.channel_id))
+            resp.next_token = tokens.encode_base(tokens.BasePosition(last_key, count), tag)
             resp.may_more_record = True
         else:
             resp.next_token = tokens.FINISHED
@@ -77,7 +77,7 @@ class RecordReader:
         return resp
 
     # -- stream ----------------------------------------------------------------------------------------
-    def _read_stream(self, grant: ReadGrant, pos: tokens.StreamPosition) -> tunnel_pb2.ReadRecordsResponse:
+    def _read_stream(self, grant: ReadGrant, pos: tokens.StreamPosition, tag: bytes) -> tunnel_pb2.ReadRecordsResponse:
         table, pid = grant.table_name, grant.partition_id
         if self.service.position_expired(table, pid, pos.consumed_ns):
             self.service.expire_tunnel(grant.tunnel_id)
@@ -128,8 +128,7 @@ class RecordReader:
             resp.next_token = tokens.FINISHED
             self.service.note_finished(grant.tunnel_id, grant.channel_id, count, consumed)
         else:
-            resp.next_token = tokens.encode_stream(tokens.StreamPosition(last_seq, min_ts, consumed, count),
-                                                   tokens.binding(grant.tunnel_id, grant.channel_id))
+            resp.next_token = tokens.encode_stream(tokens.StreamPosition(last_seq, min_ts, consumed, count), tag)
         resp.may_more_record = more
         return resp
 

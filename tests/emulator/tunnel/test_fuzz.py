@@ -9,8 +9,6 @@ version), its tunnel and that tunnel's checkpoints must be exactly as before, an
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +17,7 @@ import pytest
 import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tunnel_emu_http import Http, sign_v2
+from tunnel_emu_http import Http, signed_headers
 
 from airflow_tablestore.emulator import codec
 from airflow_tablestore.emulator.testing import EmulatorProcess
@@ -195,24 +193,12 @@ def header_change(draw: st.DrawFn) -> tuple[str, str | None]:
 
 
 def _signed(emu: EmulatorProcess, uri: str, body: bytes, change: tuple[str, str | None]) -> dict[str, str]:
-    import time
-
-    headers = {
-        "x-ots-date": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
-        "x-ots-apiversion": "2015-12-31",
-        "x-ots-accesskeyid": emu.access_key_id,
-        "x-ots-instancename": emu.instance,
-        "x-ots-contentmd5": base64.b64encode(hashlib.md5(body).digest()).decode(),
-    }
     name, value = change
-    if name != "none" and value is not None and name != "x-ots-signature":
-        headers[name] = value
-    elif name != "none" and value is None:
-        headers.pop(name, None)
-    headers["x-ots-signature"] = sign_v2(emu.access_key_secret, uri, headers)
-    if name == "x-ots-signature" and value is not None:
-        headers[name] = value
-    return headers
+    if name == "none":
+        return signed_headers(emu, uri, body)
+    if name == "x-ots-signature":
+        return signed_headers(emu, uri, body, signature=value)
+    return signed_headers(emu, uri, body, {name: value})
 
 
 URIS = sorted([

@@ -31,6 +31,29 @@ def sign_v2(secret: str, uri: str, headers: dict[str, str]) -> str:
     return base64.b64encode(hmac.new(secret.encode(), canon.encode(), hashlib.sha1).digest()).decode()
 
 
+def signed_headers(emu: EmulatorProcess, uri: str, body: bytes, overrides: dict[str, str | None] | None = None,
+                   signature: str | None = None) -> dict[str, str]:
+    """V2-signed request headers for ``emu``. ``overrides`` replace headers (``None`` drops one) before signing;
+    ``signature`` replaces the computed signature afterwards (both for tests of bad requests)."""
+    now = dt.datetime.now(dt.UTC)
+    headers = {
+        "x-ots-date": now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z",
+        "x-ots-apiversion": "2015-12-31",
+        "x-ots-accesskeyid": emu.access_key_id,
+        "x-ots-instancename": emu.instance,
+        "x-ots-contentmd5": base64.b64encode(hashlib.md5(body).digest()).decode(),
+    }
+    for name, value in (overrides or {}).items():
+        if value is None:
+            headers.pop(name, None)
+        else:
+            headers[name] = value
+    headers["x-ots-signature"] = sign_v2(emu.access_key_secret, uri, headers)
+    if signature is not None:
+        headers["x-ots-signature"] = signature
+    return headers
+
+
 class Http:
     """Signed protobuf POSTs against one emulator."""
 
@@ -39,16 +62,8 @@ class Http:
         self.session = requests.Session()
 
     def post_raw(self, uri: str, body: bytes) -> requests.Response:
-        now = dt.datetime.now(dt.UTC)
-        headers = {
-            "x-ots-date": now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z",
-            "x-ots-apiversion": "2015-12-31",
-            "x-ots-accesskeyid": self.emu.access_key_id,
-            "x-ots-instancename": self.emu.instance,
-            "x-ots-contentmd5": base64.b64encode(hashlib.md5(body).digest()).decode(),
-        }
-        headers["x-ots-signature"] = sign_v2(self.emu.access_key_secret, uri, headers)
-        return self.session.post(self.emu.endpoint + uri, data=body, headers=headers, timeout=60)
+        return self.session.post(self.emu.endpoint + uri, data=body, headers=signed_headers(self.emu, uri, body),
+                                 timeout=60)
 
     def call(self, uri: str, request: Any, response_cls: Any) -> Any:
         resp = self.post_raw(uri, request.SerializeToString())

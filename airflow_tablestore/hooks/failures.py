@@ -1,5 +1,5 @@
 """Turn errors that no retry can fix into ``AirflowFailException``, so the task fails at once instead of
-waiting through its retries for the same answer."""
+waiting through its retries for the same answer (operators, the sensor and the replication DAG use it)."""
 
 from __future__ import annotations
 
