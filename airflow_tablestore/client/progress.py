@@ -26,9 +26,14 @@ class Progress:
     message: str
 
 
-def _iso(ns: int) -> str:
+def ns_to_iso(ns: int) -> str | None:
+    """ISO-8601 UTC rendering of nanoseconds since epoch (None for 0)."""
     moment = ns_to_datetime(ns)
-    return moment.isoformat() if moment else "not set yet"
+    return moment.isoformat() if moment is not None else None
+
+
+def _iso(ns: int) -> str:
+    return ns_to_iso(ns) or "not set yet"
 
 
 def full_phase_done(desc: TunnelDescription) -> bool:

@@ -13,8 +13,8 @@ from airflow_tablestore.client.errors import (
     TablestoreError,
     TunnelExpiredError,
 )
-from airflow_tablestore.client.model import TunnelDescription, TunnelType, ns_to_datetime
-from airflow_tablestore.client.progress import consumed_through
+from airflow_tablestore.client.model import TunnelDescription, TunnelType
+from airflow_tablestore.client.progress import consumed_through, ns_to_iso
 from airflow_tablestore.hooks.base import TablestoreBaseHook, TablestoreConnectionConfig
 
 if TYPE_CHECKING:
@@ -40,12 +40,6 @@ class ConsumePointCheck:
             "consume_point": ns_to_iso(self.consume_point_ns),
             "message": self.message,
         }
-
-
-def ns_to_iso(ns: int) -> str | None:
-    """ISO-8601 UTC rendering of nanoseconds since epoch (None for 0)."""
-    moment = ns_to_datetime(ns)
-    return moment.isoformat() if moment is not None else None
 
 
 def evaluate_consume_point(description: TunnelDescription, cutoff_ns: int) -> ConsumePointCheck:

@@ -110,6 +110,11 @@ def test_one_install_command_gives_a_consistent_spark_environment() -> None:
                            capture_output=True, text=True, check=True).stdout.strip()
     assert versions["pyspark"] == versions["pyspark-client"] == files, (versions, files)
     assert int(versions["pandas"].split(".")[0]) < 3, versions  # PySpark warns on pandas >= 3
+    # the demo drives the repository's dags/: it is repository tooling, not part of the installed package
+    shipped = subprocess.run([str(bin_dir / "python"), "-c", "import importlib.util as u; "
+                              "print(u.find_spec('airflow_tablestore.demo'), u.find_spec('demo'))"],
+                             capture_output=True, text=True, check=True, cwd="/").stdout.split()
+    assert shipped == ["None", "None"], shipped
 
     # What a user's shell with the venv activated finds: the venv's bin first, then the system (and Java).
     env = {"PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(Path.home())}
