@@ -162,14 +162,18 @@ def apply_writes(client: Any, writes: Sequence[RowWrite]) -> None:
 
 
 def snapshot(client: Any, table: str) -> Snapshot:
-    """Every row with every kept version: ``{pk: ((column, value, timestamp), ...)}`` sorted."""
+    """Every row with every kept version: ``{pk: ((column, value, timestamp), ...)}`` sorted. The replica's
+    fence column and tombstones are not data: they are left out."""
     from airflow_tablestore.client.model import INF_MAX, INF_MIN
+    from airflow_tablestore.spark.fence import is_tombstone, strip_fence
 
     start = (("region", INF_MIN), ("id", INF_MIN))
     end = (("region", INF_MAX), ("id", INF_MAX))
     out: Snapshot = {}
     for row in client.iter_range(table, start, end, max_versions=MAX_VERSIONS):
-        cells = sorted(((c.name, c.value, c.timestamp) for c in row.columns),
+        if is_tombstone(row.columns):
+            continue  # a deleted row, kept by the Tablestore sink's fence (see airflow_tablestore.spark.fence)
+        cells = sorted(((c.name, c.value, c.timestamp) for c in strip_fence(row.columns)),
                        key=lambda c: (c[0], c[2] or 0, repr(c[1])))
         out[row.primary_key] = tuple(cells)
     return out

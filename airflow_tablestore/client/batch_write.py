@@ -44,9 +44,11 @@ _OPERATION_TYPES = {WriteType.PUT: 1, WriteType.UPDATE: 2, WriteType.DELETE: 3}
 _ROW_SERVER_CODES = frozenset({"OTSInternalServerError", "OTSServerUnavailable", "OTSTimeout"})
 
 
-def _encode_write(write: RowWrite) -> tuple[PrimaryKey, bytes, bool]:
+def _encode_write(write: RowWrite, *, fenced: bool = False) -> tuple[PrimaryKey, bytes, bool]:
     """One batch row, normalized and encoded once: its primary key, its PlainBuffer ``row_change``, and
-    whether applying it twice equals applying it once (for retries after a server-side error)."""
+    whether applying it twice equals applying it once (for retries after a server-side error). ``fenced``:
+    the caller's conditions are fences (a second application is refused by its own condition), so a
+    conditional write is repeatable too."""
     if not isinstance(write, RowWrite):
         raise TablestoreClientError(f"expected RowWrite, got {type(write).__name__}")
     primary_key = normalize_primary_key(write.primary_key)
@@ -59,7 +61,7 @@ def _encode_write(write: RowWrite) -> tuple[PrimaryKey, bytes, bool]:
     else:
         columns = normalize_columns(write.columns)
         row = Row(primary_key, columns)
-    repeatable = write.condition == Condition() and all(column.op != CellOp.INCREMENT for column in columns)
+    repeatable = (fenced or write.condition == Condition()) and all(column.op != CellOp.INCREMENT for column in columns)
     return primary_key, plainbuffer.encode_row(row), repeatable
 
 
@@ -124,11 +126,14 @@ def write_rows(
     max_attempts: int = 5,
     max_batch_rows: int = MAX_BATCH_WRITE_ROWS,
     max_batch_bytes: int = MAX_BATCH_WRITE_BYTES,
+    fenced: bool = False,
 ) -> int:
     """Write any number of rows in legal batches (≤200 rows, ≤4 MB); return how many were written.
 
     Writes are applied in iteration order per row: a row appearing again starts a new batch, so a
-    retried write can never overtake a later write of the same row.
+    retried write can never overtake a later write of the same row. ``fenced=True`` declares the writes'
+    conditions to be fences (re-sending a write that landed is refused by its own condition), which lets
+    batches of conditional writes be re-sent after a 5xx or a timeout like unconditional ones.
 
     Rows failing with a retryable per-row error are retried (up to ``max_attempts`` tries each, with
     backoff). If any row still fails, or a whole batch request fails, raises :class:`BatchWriteError`
@@ -150,7 +155,7 @@ def write_rows(
             index = seen
             seen += 1
             try:
-                primary_key, row_change, repeatable = _encode_write(write)
+                primary_key, row_change, repeatable = _encode_write(write, fenced=fenced)
             except TablestoreClientError as exc:  # invalid input: report the row, keep going
                 failures.append(RowWriteResult(write, index, False, error=exc))
                 continue

@@ -155,6 +155,17 @@ PERMANENT_ERRORS: tuple[type[TablestoreError], ...] = (
 Throttling, timeouts, 5xx and network errors are not here: they are worth another try."""
 
 
+def is_transient(error: BaseException) -> bool:
+    """True for a failure another attempt may not meet: network errors, throttling, timeouts and 5xx, and a
+    :class:`BatchWriteError` whose every failed row (or aborted request) failed that way."""
+    if isinstance(error, BatchWriteError):
+        causes = [f.error for f in error.failures if getattr(f, "error", None) is not None]
+        if isinstance(error.__cause__, BaseException):
+            causes.append(error.__cause__)
+        return bool(causes) and all(is_transient(cause) for cause in causes)
+    return isinstance(error, TablestoreNetworkError | ThrottledError | ServerError)
+
+
 _CODE_CLASSES: dict[str, type[TablestoreServiceError]] = {
     "OTSAuthFailed": AuthError,
     "OTSNoPermissionAccess": AuthError,

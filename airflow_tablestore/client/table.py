@@ -348,9 +348,11 @@ class TableClient(ServiceClient):
         max_attempts: int = 5,
         max_batch_rows: int = MAX_BATCH_WRITE_ROWS,
         max_batch_bytes: int = MAX_BATCH_WRITE_BYTES,
+        fenced: bool = False,
     ) -> int:
         """Write any number of rows in legal batches (≤200 rows, ≤4 MB); return how many were written.
 
+        ``fenced=True``: the writes' conditions are fences, so batches may be re-sent after a 5xx or timeout.
         Writes are applied in iteration order per row; rows failing with a retryable per-row error are
         retried (up to ``max_attempts`` tries each). If any row still fails, or a whole batch request fails,
         raises :class:`BatchWriteError` listing every failed row: see
@@ -358,7 +360,7 @@ class TableClient(ServiceClient):
         """
         return batch_write.write_rows(
             self._transport, writes, max_attempts=max_attempts, max_batch_rows=max_batch_rows,
-            max_batch_bytes=max_batch_bytes,
+            max_batch_bytes=max_batch_bytes, fenced=fenced,
         )
 
     # -- ranges -------------------------------------------------------------------------------------

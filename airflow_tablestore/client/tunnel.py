@@ -4,8 +4,10 @@ One method per RPC, nothing stateful: the per-channel state machine lives in :mo
 are nanoseconds (``create_time``, consume points, stream offsets); the client accepts ``datetime`` or raw ns.
 Errors are the typed exceptions of :mod:`.errors` raised by the transport (``OTSTunnelExist`` →
 :class:`AlreadyExistsError`, "tunnel not exist" → :class:`TunnelNotFoundError`, ``OTSResourceGone`` →
-:class:`ResourceGoneError`, ...). Reads (list/describe/readrecords/getcheckpoint) are idempotent and retried
-by the transport on 5xx/network errors; state-changing calls are not.
+:class:`ResourceGoneError`, ...). Reads (list/describe/readrecords/getcheckpoint), Heartbeat (it reports
+states with versions: sending the same report twice changes nothing) and Shutdown are retried by the transport
+on 5xx/network errors; Create, Delete, Connect (a retry would register a second client), Checkpoint (the
+sequence number decides; callers re-read it) and Schedule are not.
 """
 
 from __future__ import annotations
@@ -237,7 +239,7 @@ class TunnelClient(ServiceClient):
         """Report local channel states; returns the channels the server assigns to this client."""
         req = tunnel_pb2.HeartbeatRequest(tunnel_id=tunnel_id, client_id=client_id)
         _wire_channels(channels, req.channels)
-        resp = self._call("heartbeat", req, tunnel_pb2.HeartbeatResponse, idempotent=False)
+        resp = self._call("heartbeat", req, tunnel_pb2.HeartbeatResponse, idempotent=True)
         return [
             Channel(c.channel_id, c.version, _STATUS_FROM_WIRE[c.status])
             for c in resp.channels
@@ -246,7 +248,7 @@ class TunnelClient(ServiceClient):
     def shutdown(self, tunnel_id: str, client_id: str) -> None:
         """Leave the tunnel: the server releases this client's channels."""
         req = tunnel_pb2.ShutdownRequest(tunnel_id=tunnel_id, client_id=client_id)
-        self._call("shutdown", req, tunnel_pb2.ShutdownResponse, idempotent=False)
+        self._call("shutdown", req, tunnel_pb2.ShutdownResponse, idempotent=True)
 
     def get_checkpoint(self, tunnel_id: str, client_id: str, channel_id: str) -> tuple[str, int]:
         """The stored ``(token, sequence_number)`` of a channel; the token may be :data:`FINISHED`."""

@@ -13,6 +13,7 @@ import base64
 import hashlib
 import hmac
 import json
+import random
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -37,9 +38,16 @@ def control_signature(secret: str, op: str, date: str, body: bytes) -> str:
     return base64.b64encode(hmac.new(secret.encode(), message, hashlib.sha256).digest()).decode("ascii")
 
 
+ANY_PATH = "*"
+"""A fault ``path`` matching every API request (not the control surface)."""
+
+
 @dataclass
 class Fault:
-    """An injected failure: the next ``count`` requests to ``path`` are delayed and/or answered with an error."""
+    """An injected failure: the next ``count`` requests to ``path`` (``"*"``: any API path) that it hits are
+    held for ``delay_s`` and then answered with the error ``code`` — or, without a code, **executed late**,
+    after the client may have given up (a write whose client timed out still lands). ``probability`` < 1
+    makes each matching request a hit only with that chance (random faults on every endpoint)."""
 
     path: str
     code: str | None = None
@@ -47,14 +55,21 @@ class Fault:
     message: str = "Server is busy."
     count: int = 1
     delay_s: float = 0.0
+    probability: float = 1.0
 
 
 class FaultRegistry:
     """Thread-safe list of pending faults consulted by the server before dispatching a request."""
 
-    def __init__(self) -> None:
+    def __init__(self, seed: int | None = None) -> None:
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
+        self._random = random.Random(seed)
+
+    def seed(self, seed: int | None) -> None:
+        """Make the choice of probabilistic hits reproducible."""
+        with self._lock:
+            self._random.seed(seed)
 
     def add(self, fault: Fault) -> None:
         with self._lock:
@@ -73,7 +88,8 @@ class FaultRegistry:
         if not self._faults:
             return
         with self._lock:
-            fault = next((f for f in self._faults if f.path == path and f.count > 0), None)
+            fault = next((f for f in self._faults if f.path in (path, ANY_PATH) and f.count > 0
+                          and (f.probability >= 1.0 or self._random.random() < f.probability)), None)
             if fault is None:
                 return
             fault.count -= 1
@@ -124,9 +140,14 @@ class ControlApi:
                 message=str(payload.get("message", "Server is busy.")),
                 count=int(payload.get("count", 1)),
                 delay_s=float(payload.get("delay_s", 0.0)),
+                probability=float(payload.get("probability", 1.0)),
             )
-            if not fault.path.startswith("/"):
-                raise ValueError("fault path must start with '/', e.g. '/PutRow' or '/tunnel/readrecords'")
+            if not fault.path.startswith("/") and fault.path != ANY_PATH:
+                raise ValueError("fault path must start with '/', e.g. '/PutRow' or '/tunnel/readrecords', or be '*'")
+            if not 0.0 < fault.probability <= 1.0:
+                raise ValueError("fault probability must be in (0, 1]")
+            if "seed" in payload:
+                self.faults.seed(int(payload["seed"]))
             self.faults.add(fault)
             return {"faults": self.faults.pending()}
         if op == "faults/clear":
@@ -241,11 +262,14 @@ class ControlClient:
         return int(self.call("stream/trim", table=table)["trimmed"])
 
     def add_fault(self, path: str, code: str | None = "OTSServerBusy", *, status: int = 503,
-                  message: str = "Server is busy.", count: int = 1, delay_s: float = 0.0) -> dict[str, Any]:
-        """Make the next ``count`` requests to ``path`` (e.g. ``/PutRow``) fail with ``code``/``status``
-        (``code=None``: only delay them by ``delay_s``)."""
+                  message: str = "Server is busy.", count: int = 1, delay_s: float = 0.0,
+                  probability: float = 1.0, seed: int | None = None) -> dict[str, Any]:
+        """Make the next ``count`` requests to ``path`` (e.g. ``/PutRow``, or ``"*"`` for every API path) that
+        the fault hits (each with ``probability``) fail with ``code``/``status`` after ``delay_s``; with
+        ``code=None`` they are held ``delay_s`` and then executed (late, if the client gave up)."""
+        extra: dict[str, Any] = {} if seed is None else {"seed": seed}
         return self.call("faults/add", path=path, code=code, status=status, message=message, count=count,
-                         delay_s=delay_s)
+                         delay_s=delay_s, probability=probability, **extra)
 
     def clear_faults(self) -> None:
         self.call("faults/clear")

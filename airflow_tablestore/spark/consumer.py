@@ -79,7 +79,7 @@ def build_sink(options: Any, source: Any) -> Any:
             f"{source.endpoint}): writing there would feed its own stream; set --sink-table or the sink "
             "instance's settings (TABLESTORE_SINK_* or the credentials file's 'sink' object)"
         )
-    return TablestoreSink(sink_settings, options.sink_table, options.request_timeout)
+    return TablestoreSink(sink_settings, options.sink_table, options.request_timeout, options.fence_column)
 
 
 def default_spark_factory(options: Any) -> Any:

@@ -36,6 +36,8 @@ from airflow_tablestore.spark.sinks import Sink
 log = logging.getLogger("airflow_tablestore.spark")
 
 MAX_RECONNECTS = 5
+MAX_CHANNEL_FAILURES = 6
+CHANNEL_RETRY_BASE_S = 1.0
 
 
 class JobError(RuntimeError):
@@ -58,6 +60,8 @@ class JobSummary:
     records: int = 0
     bytes: int = 0
     channels_finished: int = 0
+    refused: int = 0
+    peak_task_rss_bytes: int = 0
     seconds: float = 0.0
     consume_point: str | None = None
     cutoff: str | None = None
@@ -115,6 +119,7 @@ class ConsumerJob:
         self.progress_interval_s = DEFAULT_INTERVAL_S
         self._waiting_since: float | None = None
         self._last_wait_log = 0.0
+        self._channel_failures: dict[str, int] = {}
 
     # -- tunnel state -------------------------------------------------------------------------------
     def describe(self) -> TunnelDescription:
@@ -148,6 +153,7 @@ class ConsumerJob:
         if o.phase == "incremental" and not full_phase_done(desc):
             raise ConfigurationError(f"tunnel {o.tunnel!r} is still in stage {desc.tunnel.stage.value}: run --phase full "
                            "first (incremental consumption starts once the base data is consumed)")
+        self._recover_staged(desc)
         if self.done(desc):
             self._log_done(desc, skipped=True)
             self.summary.skipped = True
@@ -175,6 +181,24 @@ class ConsumerJob:
         self.summary.seconds = time.monotonic() - started
         self._log_done(desc, skipped=False)
         return self.summary
+
+    def _recover_staged(self, desc: TunnelDescription) -> None:
+        """Publish rounds a run that stopped between checkpoint and publish left staged (Parquet sink), even
+        when there is nothing left to read."""
+        staged = set(self.sink.staged_channels())
+        if not staged:
+            return
+        known = [c.channel_id for c in desc.channels if c.channel_id in staged]
+        session = TunnelSession(self.client, desc.tunnel.tunnel_id, heartbeat_interval=self.options.heartbeat_interval,
+                                client_timeout=self.options.client_timeout, client_tag=f"spark-recovery-{socket.gethostname()}")
+        session.client_id = session.connect()
+        try:
+            for cid in known:
+                token, seq = session.get_checkpoint(cid)
+                self.sink.recover(cid, token, seq)
+        finally:
+            session.close()
+        log.info("checked staged output of %d channel(s) against their checkpoints", len(known))
 
     def _log_done(self, desc: TunnelDescription, *, skipped: bool) -> None:
         self.summary.consume_point = _fmt_ns(desc.consume_point_ns)
@@ -279,7 +303,10 @@ class ConsumerJob:
         t0 = time.monotonic()
         channels = self._select(channels)
         checkpoints = {cid: session.get_checkpoint(cid) for cid in channels}
-        tasks = tuple(ChannelTask(cid, token, o.phase == "incremental") for cid, (token, _) in checkpoints.items())
+        for cid, (token, seq) in checkpoints.items():
+            self.sink.recover(cid, token, seq)  # publish a committed round a dead run left staged
+        tasks = tuple(ChannelTask(cid, token, o.phase == "incremental", seq)
+                      for cid, (token, seq) in checkpoints.items())
         plan = RoundPlan(self.settings, session.tunnel_id, session.client_id, tasks, self.sink,
                          o.records_per_channel, o.cutoff_us, o.request_timeout, o.bytes_per_channel)
         session.begin_round(channels)
@@ -293,16 +320,22 @@ class ConsumerJob:
         t2 = time.monotonic()
         session.check()  # never checkpoint a round read under a lost client id
         finished = 0
+        failed = [r for r in rows if r.get("error")]
+        rows = [r for r in rows if not r.get("error")]
         records = sum(int(r["records"]) for r in rows)
         for row in sorted(rows, key=lambda r: r["channel_id"]):
             cid, start_token, next_token = row["channel_id"], row["start_token"], row["next_token"]
             _, seq = checkpoints[cid]
+            self._channel_failures.pop(cid, None)
             stored = True
             if next_token != start_token and start_token != FINISHED:
                 stored = session.commit(cid, start_token, seq, next_token)
+                if stored and int(row["records"]):
+                    self.sink.publish(cid, start_token, next_token, seq + 1)
             if row["finished"] and stored:  # never report TERMINATED without the "finished" checkpoint
                 session.mark_finished(cid)
                 finished += 1
+        self._handle_failed_channels(failed, all_failed=not rows)
         if finished:
             session.heartbeat()  # report TERMINATED now: the next stage / child channels open sooner
         t3 = time.monotonic()
@@ -311,6 +344,8 @@ class ConsumerJob:
         s.records += records
         s.bytes += sum(int(r["bytes"]) for r in rows)
         s.channels_finished += finished
+        s.refused += sum(int(r.get("refused") or 0) for r in rows)
+        s.peak_task_rss_bytes = max([s.peak_task_rss_bytes, *(int(r.get("peak_rss_bytes") or 0) for r in rows)])
         prof = s.profile
         prof["plan"] += t1 - t0
         prof["spark_round"] += t2 - t1
@@ -322,10 +357,33 @@ class ConsumerJob:
         if o.phase == "incremental" and o.cutoff is not None:
             newest = max((r["max_sequence_timestamp_us"] or 0 for r in rows), default=0)
             extra = f", newest record {_fmt_ns(newest * 1000)} vs cutoff {o.cutoff.isoformat()}"
+        refused = sum(int(r.get("refused") or 0) for r in rows)
+        if refused:
+            extra += f", {refused} writes refused by the fence (the destination already held them or newer)"
+        if failed:
+            extra += f", {len(failed)} channel(s) failed and will be replayed"
         log.info("round %d (%s): %d channels, %d records, %d finished, %.2fs, %.0f records/s (total %d)%s",
                  number, o.phase, len(rows), records, finished, wall, records / wall if wall > 0 else 0.0,
                  s.records, extra)
         return records
+
+    def _handle_failed_channels(self, failed: list[dict[str, Any]], *, all_failed: bool) -> None:
+        """Channels whose task met a transient error keep their checkpoint and are replayed next round; the
+        job gives up on a channel after ``MAX_CHANNEL_FAILURES`` failed rounds in a row."""
+        for row in failed:
+            cid = row["channel_id"]
+            count = self._channel_failures.get(cid, 0) + 1
+            self._channel_failures[cid] = count
+            if count >= MAX_CHANNEL_FAILURES:
+                raise JobError(f"channel {cid} failed {count} rounds in a row, giving up: {row['error']}")
+            log.warning("channel %s failed this round (%s); the other channels' work is checkpointed, this one "
+                        "is replayed from its checkpoint (failure %d of at most %d in a row)", cid, row["error"],
+                        count, MAX_CHANNEL_FAILURES - 1)
+        if failed and all_failed:
+            worst = max(self._channel_failures[r["channel_id"]] for r in failed)
+            delay = min(CHANNEL_RETRY_BASE_S * 2 ** (worst - 1), 30.0)
+            log.info("every channel of the round failed; waiting %.1fs before the next round", delay)
+            time.sleep(delay)
 
     def _lag_line(self, channels: list[str]) -> str | None:
         """For the progress line: how far the round's slowest stream channel is checkpointed (None for base)."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from airflow_tablestore.client.tunnel import to_ns
+from airflow_tablestore.spark.fence import FENCE_COLUMN
 from airflow_tablestore.spark.settings import SINK_PREFIX
 
 PHASES = ("full", "incremental")
@@ -30,6 +31,7 @@ class JobOptions:
     sink_table: str | None = None
     sink_path: str | None = None
     sink_env_prefix: str = SINK_PREFIX
+    fence_column: str = FENCE_COLUMN
     credentials_file: str | None = None
     records_per_channel: int = 50_000
     bytes_per_channel: int = 256 * 1024 * 1024
@@ -101,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sink-conn-env-prefix", default=SINK_PREFIX,
                    help="environment prefix of the sink instance settings (default %(default)s; falls back "
                    "to the source instance when unset)")
+    p.add_argument("--fence-column", default=FENCE_COLUMN,
+                   help="column of the destination table holding each row's last applied stream position; "
+                   "writes are conditional on it so late or replayed writes never roll a row back; '' turns the "
+                   "fence off (--sink tablestore; default %(default)s)")
     p.add_argument("--credentials-file", help="JSON file with 'source' and optional 'sink' settings")
     p.add_argument("--records-per-channel", type=_positive_int, default=50_000,
                    help="records read per channel per round (default %(default)s)")
@@ -139,6 +145,8 @@ def parse_args(argv: Sequence[str] | None = None) -> JobOptions:
         raise OptionsError("--sink tablestore needs --sink-table")
     if ns.sink == "parquet" and not ns.sink_path:
         raise OptionsError("--sink parquet needs --sink-path")
+    if ns.fence_column and (ns.fence_column.startswith(" ") or len(ns.fence_column) > 255):
+        raise OptionsError(f"--fence-column {ns.fence_column!r} is not a valid column name")
     if ns.heartbeat_interval >= ns.client_timeout:
         raise OptionsError("--heartbeat-interval must be shorter than --client-timeout")
     return JobOptions(
@@ -150,6 +158,7 @@ def parse_args(argv: Sequence[str] | None = None) -> JobOptions:
         sink_table=ns.sink_table,
         sink_path=ns.sink_path,
         sink_env_prefix=ns.sink_conn_env_prefix,
+        fence_column=ns.fence_column,
         credentials_file=ns.credentials_file,
         records_per_channel=ns.records_per_channel,
         bytes_per_channel=ns.bytes_per_channel,

@@ -8,6 +8,7 @@ checkpoints once the whole round succeeded.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -15,9 +16,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from airflow_tablestore.client.errors import is_transient
 from airflow_tablestore.client.tunnel import FINISHED, enough_data
 from airflow_tablestore.spark.settings import TablestoreSettings
-from airflow_tablestore.spark.sinks import Sink
+from airflow_tablestore.spark.sinks import ChannelWriter, Sink
 
 CONTROL_SCHEMA = pa.schema([
     pa.field("channel_id", pa.string()),
@@ -33,24 +35,29 @@ CONTROL_SCHEMA = pa.schema([
     pa.field("read_seconds", pa.float64()),
     pa.field("sink_seconds", pa.float64()),
     pa.field("task_seconds", pa.float64()),
+    pa.field("refused", pa.int64()),
+    pa.field("peak_rss_bytes", pa.int64()),
+    pa.field("error", pa.string()),
 ])
 """One row per channel and round, returned by the Spark tasks to the driver."""
 
 CONTROL_DDL = (
     "channel_id string, start_token string, next_token string, finished boolean, records long, bytes long, "
     "reads long, max_sequence_timestamp_us long, reached_cutoff boolean, caught_up boolean, "
-    "read_seconds double, sink_seconds double, task_seconds double"
+    "read_seconds double, sink_seconds double, task_seconds double, refused long, peak_rss_bytes long, error string"
 )
 """:data:`CONTROL_SCHEMA` as a Spark DDL string (the ``mapInArrow`` output schema)."""
 
 
 @dataclass(frozen=True)
 class ChannelTask:
-    """One channel to read in a round, from ``start_token`` (the server checkpoint)."""
+    """One channel to read in a round, from ``start_token`` (the server checkpoint, stored with
+    ``sequence``; the round commits with ``sequence + 1``)."""
 
     channel_id: str
     start_token: str
     stream: bool
+    sequence: int = 0
 
 
 @dataclass(frozen=True)
@@ -76,11 +83,32 @@ def read_channel(client: Any, plan: RoundPlan, task: ChannelTask) -> dict[str, A
         "channel_id": task.channel_id, "start_token": task.start_token, "next_token": task.start_token,
         "finished": task.start_token == FINISHED, "records": 0, "bytes": 0, "reads": 0,
         "max_sequence_timestamp_us": None, "reached_cutoff": False, "caught_up": False,
-        "read_seconds": 0.0, "sink_seconds": 0.0, "task_seconds": 0.0,
+        "read_seconds": 0.0, "sink_seconds": 0.0, "task_seconds": 0.0, "refused": 0,
+        "peak_rss_bytes": peak_rss_bytes(), "error": None,
     }
     if row["finished"]:  # a previous owner finished it; nothing to read (never ReadRecords "finished")
         return row
-    writer = plan.sink.open(task.channel_id, task.start_token)
+    writer = plan.sink.open(task.channel_id, task.start_token, task.sequence + 1)
+    try:
+        token, count, size, reads, max_ts, read_s, sink_s = _read_into(client, plan, task, writer, row)
+        t2 = time.perf_counter()
+        written = writer.close(token)
+        sink_s += time.perf_counter() - t2
+    except BaseException:
+        writer.abort()  # nothing of this round becomes visible; the round is replayed from start_token
+        raise
+    if written != count:
+        raise RuntimeError(f"sink wrote {written} of {count} records of channel {task.channel_id}")
+    row.update(next_token=token, records=count, bytes=size, reads=reads, max_sequence_timestamp_us=max_ts,
+               read_seconds=read_s, sink_seconds=sink_s, task_seconds=time.perf_counter() - started,
+               refused=writer.refused, peak_rss_bytes=peak_rss_bytes())
+    return row
+
+
+def _read_into(client: Any, plan: RoundPlan, task: ChannelTask, writer: ChannelWriter,
+               row: dict[str, Any]) -> tuple[str, int, int, int, int | None, float, float]:
+    """The read loop of :func:`read_channel`: returns (token, records, bytes, reads, newest sequence
+    timestamp, read seconds, sink seconds) and sets the row's stop flags."""
     token = task.start_token
     count = size = reads = 0
     read_s = sink_s = 0.0
@@ -117,14 +145,37 @@ def read_channel(client: Any, plan: RoundPlan, task: ChannelTask) -> dict[str, A
         elif not records and token == previous:
             row["caught_up"] = True  # defensive: a base channel that stopped moving
             break
-    t2 = time.perf_counter()
-    written = writer.close()
-    sink_s += time.perf_counter() - t2
-    if written != count:
-        raise RuntimeError(f"sink wrote {written} of {count} records of channel {task.channel_id}")
-    row.update(next_token=token, records=count, bytes=size, reads=reads, max_sequence_timestamp_us=max_ts,
-               read_seconds=read_s, sink_seconds=sink_s, task_seconds=time.perf_counter() - started)
-    return row
+    return token, count, size, reads, max_ts, read_s, sink_s
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this (Python worker) process so far, in bytes (0 where unknown)."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def read_channel_isolated(client: Any, plan: RoundPlan, task: ChannelTask) -> dict[str, Any]:
+    """:func:`read_channel`, but a transient failure (network, throttling, timeout, 5xx after the client's
+    own retries) becomes a control row with ``error`` set and the start token as next token, so the other
+    channels' finished work is still checkpointed and only this channel is replayed. Anything else raises
+    (and fails the round: a lost channel, bad credentials, a missing table)."""
+    started = time.perf_counter()
+    try:
+        return read_channel(client, plan, task)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        return {
+            "channel_id": task.channel_id, "start_token": task.start_token, "next_token": task.start_token,
+            "finished": False, "records": 0, "bytes": 0, "reads": 0, "max_sequence_timestamp_us": None,
+            "reached_cutoff": False, "caught_up": False, "read_seconds": 0.0, "sink_seconds": 0.0,
+            "task_seconds": time.perf_counter() - started, "refused": 0, "peak_rss_bytes": peak_rss_bytes(),
+            "error": f"{type(exc).__name__}: {exc}"[:500],
+        }
 
 
 def round_function(plan: RoundPlan) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -137,7 +188,7 @@ def round_function(plan: RoundPlan) -> Callable[[Iterator[pa.RecordBatch]], Iter
                 for index in batch.column("id").to_pylist():
                     if client is None:
                         client = plan.settings.tunnel_client(timeout=plan.request_timeout)
-                    row = read_channel(client, plan, plan.tasks[int(index)])
+                    row = read_channel_isolated(client, plan, plan.tasks[int(index)])
                     yield pa.RecordBatch.from_pylist([row], schema=CONTROL_SCHEMA)
         finally:
             if client is not None:

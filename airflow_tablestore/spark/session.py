@@ -19,6 +19,7 @@ from airflow_tablestore.client.errors import (
     ServerError,
     TablestoreError,
     TablestoreNetworkError,
+    is_transient,
 )
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel import Channel, TunnelClient
@@ -27,6 +28,7 @@ log = logging.getLogger("airflow_tablestore.spark")
 
 
 COMMIT_ATTEMPTS = 5
+CONNECT_ATTEMPTS = 5
 COMMIT_BACKOFF_S = 0.2
 
 
@@ -63,14 +65,27 @@ class TunnelSession:
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> TunnelSession:
-        self.client_id = self.client.connect(
-            self.tunnel_id, timeout_s=self.client_timeout, client_tag=self.client_tag
-        )
+        self.client_id = self.connect()
         log.info("connected to tunnel %s as client %s", self.tunnel_id, self.client_id)
         self.heartbeat()
         self._thread = threading.Thread(target=self._beat, name="tunnel-heartbeat", daemon=True)
         self._thread.start()
         return self
+
+    def connect(self) -> str:
+        """Connect, retrying transient failures (a Connect that timed out but landed leaves a client that
+        never heartbeats: the server times it out and hands its channels on)."""
+        for attempt in range(1, CONNECT_ATTEMPTS + 1):
+            try:
+                return self.client.connect(self.tunnel_id, timeout_s=self.client_timeout, client_tag=self.client_tag)
+            except TablestoreError as exc:
+                if attempt == CONNECT_ATTEMPTS or not is_transient(exc):
+                    raise
+                delay = min(COMMIT_BACKOFF_S * 2 ** attempt, 5.0)
+                log.warning("connect to tunnel %s failed (%s); retry %d of %d in %.1fs", self.tunnel_id, exc,
+                            attempt, CONNECT_ATTEMPTS - 1, delay)
+                time.sleep(delay)
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         """Stop heartbeating and leave the tunnel (the server releases unfinished channels)."""
@@ -172,8 +187,9 @@ class TunnelSession:
         return self.client.get_checkpoint(self.tunnel_id, self.client_id, channel_id)
 
     def commit(self, channel_id: str, start_token: str, sequence: int, next_token: str) -> bool:
-        """Store ``next_token`` (the sink already holds everything before it). Returns False when the channel
-        was moved on by someone else or taken away (its records will be replayed; the sink is idempotent).
+        """Store ``next_token`` with ``sequence + 1`` (the sink already holds everything before it). Returns False
+        when the channel was checkpointed by someone else or taken away (its records will be replayed; the
+        sinks are idempotent).
 
         A network error or 5xx is retried (``COMMIT_ATTEMPTS`` times, with backoff): the sequence number makes
         a repeated checkpoint safe, since an attempt that did land answers "sequence mismatch" with our token.
@@ -198,11 +214,13 @@ class TunnelSession:
             token, server_seq = self.get_checkpoint(channel_id)
             if token == next_token:
                 return True
-            if token != start_token:
-                log.warning("channel %s was checkpointed by another consumer; keeping its checkpoint", channel_id)
-                return False
-            self.client.checkpoint(self.tunnel_id, self.client_id, channel_id, next_token, server_seq + 1)
-            return True
+            # Someone else stored a checkpoint since this round was planned (perhaps the same token again):
+            # keep theirs and replay the round. Never re-commit under another sequence number: the sink's
+            # staged output is named by the one planned (see parquet_sink), and the replay is idempotent.
+            log.warning("channel %s was checkpointed by another consumer (now %s at sequence %d); keeping its "
+                        "checkpoint, the round will be replayed", channel_id,
+                        "our start token" if token == start_token else "a different token", server_seq)
+            return False
         except ResourceGoneError as exc:
             log.warning("channel %s is no longer ours, not checkpointed (will be replayed): %s", channel_id, exc)
             return False

@@ -1,4 +1,5 @@
-"""Parquet change-log sink: deterministic names per (channel, start token), replay overwrites, no temp leftovers."""
+"""Parquet change-log sink: rounds are staged per (sequence, start, end) and published only once their
+checkpoint is stored; recovery publishes exactly the committed round and drops the rest."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import ActionType, Column, Record, SequenceInfo
+from airflow_tablestore.spark import parquet_sink
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks import ParquetSink, chunk_path, read_change_log, safe_name
 
@@ -19,46 +21,87 @@ def _recs(start: int, n: int) -> list[Record]:
     ]
 
 
-def test_writes_one_file_per_channel_and_start_token(tmp_path: Path) -> None:
+def _round(sink: ParquetSink, channel: str, start: str, end: str, seq: int, records: list[Record]) -> int:
+    writer = sink.open(channel, start, seq)
+    writer.write(records)
+    return writer.close(end)
+
+
+def _published(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.parquet")
+                  if not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts))
+
+
+def test_a_round_is_invisible_until_published(tmp_path: Path) -> None:
     sink = ParquetSink(str(tmp_path / "log"))
     sink.check()
-    w = sink.open("0_1", "token-A")
-    w.write(_recs(0, 3))
-    w.write(_recs(3, 2))
-    assert w.close() == 5
-    w = sink.open("0_1", "token-B")
-    w.write(_recs(5, 1))
-    assert w.close() == 1
-    files = sorted(p.relative_to(tmp_path / "log").as_posix() for p in (tmp_path / "log").rglob("*") if p.is_file())
-    assert len(files) == 2 and all(f.startswith("channel=0_1/part-") for f in files)
-    assert chunk_path(str(tmp_path / "log"), "0_1", "token-A").endswith(files[0]) or \
-        chunk_path(str(tmp_path / "log"), "0_1", "token-A").endswith(files[1])
+    assert _round(sink, "0_1", "token-A", "token-B", 1, _recs(0, 5)) == 5
+    assert read_change_log(str(tmp_path / "log")).num_rows == 0  # staged only
+    assert sink.staged_channels() == ["0_1"]
+    sink.publish("0_1", "token-A", "token-B", 1)
+    assert _round(sink, "0_1", "token-B", "token-C", 2, _recs(5, 1)) == 1
+    sink.publish("0_1", "token-B", "token-C", 2)
+    files = _published(tmp_path / "log")
+    assert files == sorted(p.removeprefix(str(tmp_path / "log") + "/") for p in (
+        chunk_path(str(tmp_path / "log"), "0_1", "token-A"), chunk_path(str(tmp_path / "log"), "0_1", "token-B")))
     got = arrow_to_records(read_change_log(str(tmp_path / "log")))
-    assert sorted(r.primary_key for r in got) == sorted(r.primary_key for r in _recs(0, 6))
+    assert sorted(got, key=lambda r: r.primary_key) == _recs(0, 6)
+    assert sink.staged_channels() == []
+    sink.publish("0_1", "token-B", "token-C", 2)  # publishing again is harmless
 
 
-def test_replaying_a_start_token_overwrites(tmp_path: Path) -> None:
+def test_recovery_publishes_only_the_committed_round(tmp_path: Path) -> None:
+    """A stale driver read [A, C) in one round while the new owner read [A, B) and [B, C) (sequences 6 and 7)
+    and died after checkpointing C: recovery publishes [B, C) (sequence 7) and never the stale [A, C),
+    which has the stored sequence's predecessor and would duplicate [A, B)."""
     sink = ParquetSink(str(tmp_path))
-    for n in (3, 4):  # a replay from the same token may read further: it replaces the first file
-        w = sink.open("ch", "same-token")
-        w.write(_recs(0, n))
-        w.close()
-    table = read_change_log(str(tmp_path))
-    assert table.num_rows == 4
-    assert arrow_to_records(table) == _recs(0, 4)
-    assert not [p for p in tmp_path.rglob(".tmp-*")]
+    _round(sink, "ch", "A", "C", 6, _recs(0, 8))     # stale driver, never committed
+    _round(sink, "ch", "A", "B", 6, _recs(0, 3))     # new owner, committed with sequence 6 ...
+    sink.publish("ch", "A", "B", 6)                  # ... and published
+    _round(sink, "ch", "B", "C", 7, _recs(3, 5))     # committed with sequence 7, then the driver died
+    _round(sink, "ch", "C", "D", 8, _recs(8, 2))     # a live round of someone else, not yet committed
+    sink.recover("ch", "C", 7)
+    got = arrow_to_records(read_change_log(str(tmp_path)))
+    assert sorted(got, key=lambda r: r.primary_key) == _recs(0, 8)  # exactly once each
+    staged = sorted(p.name for p in (tmp_path / "_staging").rglob("*.parquet"))
+    assert staged == [parquet_sink.staged_name(8, "C", "D")]  # seq > stored: may still be committed
+    sink.recover("ch", "C", 7)
+    assert read_change_log(str(tmp_path)).num_rows == 8
+
+
+def test_a_round_that_never_committed_is_dropped(tmp_path: Path) -> None:
+    sink = ParquetSink(str(tmp_path))
+    _round(sink, "ch", "A", "B", 3, _recs(0, 3))
+    sink.recover("ch", "A", 3)  # the checkpoint stayed at A (sequence 3): the round's checkpoint failed
+    assert read_change_log(str(tmp_path)).num_rows == 0
+    assert not list((tmp_path / "_staging").rglob("*.parquet"))
+
+
+def test_publishing_a_lost_staged_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(TablestoreClientError, match="staged change-log file"):
+        ParquetSink(str(tmp_path)).publish("ch", "A", "B", 1)
 
 
 def test_empty_round_writes_nothing(tmp_path: Path) -> None:
-    w = ParquetSink(str(tmp_path)).open("ch", "t")
-    assert w.close() == 0
-    assert read_change_log(str(tmp_path)).num_rows == 0
+    assert ParquetSink(str(tmp_path)).open("ch", "t", 1).close("t") == 0
     assert not list(tmp_path.rglob("*.parquet"))
 
 
-def test_channel_ids_become_safe_directory_names() -> None:
+def test_abort_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parquet_sink, "ROW_GROUP_BYTES", 1)
+    writer = ParquetSink(str(tmp_path)).open("ch", "t", 1)
+    writer.write(_recs(0, 3))
+    assert list(tmp_path.rglob(".tmp-*"))
+    writer.abort()
+    assert not list(tmp_path.rglob("*.parquet"))
+
+
+def test_channel_ids_become_safe_directory_names(tmp_path: Path) -> None:
     assert safe_name("a/b c") == "a%2Fb%20c"
     assert safe_name("BaseData_3") == "BaseData_3"
+    sink = ParquetSink(str(tmp_path))
+    _round(sink, "a/b c", "A", "B", 1, _recs(0, 1))
+    assert sink.staged_channels() == ["a/b c"]  # back to the channel id the tunnel knows
 
 
 def test_unusable_path_fails_fast(tmp_path: Path) -> None:
@@ -73,16 +116,15 @@ def test_records_stream_to_disk_in_row_groups(tmp_path: Path, monkeypatch: pytes
     the (hidden) temporary file as a row group."""
     import pyarrow.parquet as pq
 
-    from airflow_tablestore.spark import sinks
-
-    monkeypatch.setattr(sinks, "ROW_GROUP_BYTES", 1)  # every write fills a row group
+    monkeypatch.setattr(parquet_sink, "ROW_GROUP_BYTES", 1)  # every write fills a row group
     sink = ParquetSink(str(tmp_path))
-    w = sink.open("ch", "token")
+    w = sink.open("ch", "token", 1)
     w.write(_recs(0, 3))
     hidden = [p for p in tmp_path.rglob(".tmp-*.parquet")]
-    assert len(hidden) == 1 and not list(tmp_path.rglob("part-*.parquet"))  # invisible until closed
+    assert len(hidden) == 1 and not list(tmp_path.rglob("part-*.parquet"))  # invisible until published
     w.write(_recs(3, 4))
-    assert w.close() == 7
+    assert w.close("next") == 7
+    sink.publish("ch", "token", "next", 1)
     (final,) = list(tmp_path.rglob("part-*.parquet"))
     assert pq.ParquetFile(final).num_row_groups == 2
     assert not list(tmp_path.rglob(".tmp-*"))

@@ -62,8 +62,10 @@ def test_finished_channels_are_reported_terminated(tablestore_client: Any, table
         assert status[channel][0] == ChannelStatus.TERMINATED
 
 
-def test_commit_recovers_from_a_stale_sequence_number(tablestore_client: Any, tablestore_tunnel_client: TunnelClient,
-                                                      unique: Any) -> None:
+def test_commit_never_recommits_under_another_sequence(tablestore_client: Any, tablestore_tunnel_client: TunnelClient,
+                                                       unique: Any) -> None:
+    """The Parquet sink names a staged round by the sequence it was planned with, and recovery matches the
+    stored sequence: a commit must land with exactly that sequence or not at all (the round is replayed)."""
     src, name, tunnel_id = _tunnel(tablestore_client, tablestore_tunnel_client, unique, rows=300)
     with TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
         (channel,) = session.open_channels()
@@ -71,8 +73,11 @@ def test_commit_recovers_from_a_stale_sequence_number(tablestore_client: Any, ta
         result = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel, start)
         # Another checkpoint with the same token moved the sequence number on: ours is now stale.
         tablestore_tunnel_client.checkpoint(tunnel_id, session.client_id, channel, start, seq + 5)
-        assert session.commit(channel, start, seq, result.next_token)
-        assert session.get_checkpoint(channel)[0] == result.next_token
+        assert not session.commit(channel, start, seq, result.next_token)
+        assert session.get_checkpoint(channel) == (start, seq + 5)
+        # The replayed round, planned from the stored (token, sequence), commits.
+        assert session.commit(channel, start, seq + 5, result.next_token)
+        assert session.get_checkpoint(channel) == (result.next_token, seq + 6)
         # A checkpoint moved on by someone else is kept, not overwritten.
         later = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel, result.next_token).next_token
         token, current = session.get_checkpoint(channel)

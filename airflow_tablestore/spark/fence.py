@@ -1,0 +1,83 @@
+"""The write fence of the Tablestore sink: a late or replayed change never overwrites newer state.
+
+Every replicated row carries one extra column, :data:`FENCE_COLUMN`, holding the position of the change that
+last wrote it (:func:`fence_value`: epoch, commit timestamp and row index as fixed-width hex, so string order
+is stream order; base data is :data:`BASE_FENCE`, older than every stream change). Each write is conditional
+on ``fence < position`` (a missing fence passes), so the server itself refuses a change that is not newer
+than what the row holds, atomically per row:
+
+* a replayed round (the same changes again) is refused row by row — replays are no-ops;
+* a write held by the network or the server past the client's timeout and executed late, or written by the
+  executors of a driver that lost its channels, is refused once a newer change of that row landed.
+
+A DELETE_ROW becomes a *tombstone*: the row is replaced by the fence column alone, its value marked with
+:data:`TOMBSTONE_SUFFIX`, so an older change that arrives later still finds the fence and is refused (a plain
+delete would let it resurrect the row). Readers of the replica skip tombstones (:func:`is_tombstone`) and
+the fence column (:func:`strip_fence`). Refused writes are counted, not errors.
+"""
+
+from __future__ import annotations
+
+from airflow_tablestore.client.model import (
+    ActionType,
+    CellOp,
+    Column,
+    Comparator,
+    Condition,
+    Record,
+    RowExistence,
+    RowWrite,
+    SequenceInfo,
+    SingleColumnCondition,
+    WriteType,
+)
+
+FENCE_COLUMN = "_tunnel_seq"
+"""Default name of the fence column (``--fence-column``)."""
+
+BASE_FENCE = "0"
+"""Fence of base-data records: below every stream position (``"0" < "00000000..."``)."""
+
+TOMBSTONE_SUFFIX = "-deleted"
+"""Marks the fence of a deleted row; sorts like its position ("-" is below every hex digit)."""
+
+CONDITION_FAILED = "OTSConditionCheckFail"
+
+
+def fence_value(sequence: SequenceInfo | None) -> str:
+    """The fence string of a change: fixed-width hex of (epoch, timestamp µs, row index); base data → "0"."""
+    if sequence is None:
+        return BASE_FENCE
+    return f"{sequence.epoch:08x}{sequence.timestamp:016x}{sequence.row_index:08x}"
+
+
+def fenced_write(table: str, record: Record, fence_column: str = FENCE_COLUMN) -> RowWrite | None:
+    """The conditional write that applies ``record`` only if the row's fence is older; None for an update
+    without columns (a no-op)."""
+    fence = fence_value(record.sequence)
+    condition = Condition(RowExistence.IGNORE, SingleColumnCondition(fence_column, Comparator.LESS_THAN, fence))
+    fence_cell = Column(fence_column, fence)
+    action = ActionType(record.action)
+    if action is ActionType.DELETE_ROW:  # tombstone: the row becomes the (marked) fence alone
+        return RowWrite(table, WriteType.PUT, record.primary_key,
+                        (Column(fence_column, fence + TOMBSTONE_SUFFIX),), condition)
+    if action is ActionType.PUT_ROW:
+        columns = tuple(c for c in record.columns if c.op == CellOp.PUT)
+        return RowWrite(table, WriteType.PUT, record.primary_key, (*columns, fence_cell), condition)
+    if not record.columns:
+        return None
+    return RowWrite(table, WriteType.UPDATE, record.primary_key, (*record.columns, fence_cell), condition)
+
+
+def strip_fence(columns: tuple[Column, ...], fence_column: str = FENCE_COLUMN) -> tuple[Column, ...]:
+    """A replica row's data columns (empty for a tombstone: the source has no such row)."""
+    return tuple(c for c in columns if c.name != fence_column)
+
+
+def is_tombstone(columns: tuple[Column, ...], fence_column: str = FENCE_COLUMN) -> bool:
+    """Whether a replica row (its columns as read) is a deleted row's tombstone."""
+    fences = [c for c in columns if c.name == fence_column]
+    if not fences or len(fences) != len(columns):
+        return False
+    latest = max(fences, key=lambda c: c.timestamp or 0)
+    return isinstance(latest.value, str) and latest.value.endswith(TOMBSTONE_SUFFIX)
