@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -53,6 +54,8 @@ class EmulatorProcess:
         self.endpoint = ""
         self.process: subprocess.Popen[str] | None = None
         self.output: list[str] = []
+        self.listeners: list[Callable[[str], None]] = []
+        """Called with every output line (with ``--log-level DEBUG`` that includes one line per request)."""
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> EmulatorProcess:
@@ -91,6 +94,8 @@ class EmulatorProcess:
             return
         for line in proc.stdout:
             self.output.append(line)
+            for listener in list(self.listeners):
+                listener(line)
             if len(self.output) > 2000:
                 del self.output[:1000]
 

@@ -15,7 +15,6 @@ import time
 
 from airflow_tablestore.client.errors import (
     ResourceGoneError,
-    SequenceNumberMismatchError,
     ServerError,
     TablestoreError,
     TablestoreNetworkError,
@@ -23,6 +22,13 @@ from airflow_tablestore.client.errors import (
 )
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel import Channel, TunnelClient
+from airflow_tablestore.client.tunnel_session import (
+    CheckpointOutcome,
+    merge_channels,
+    report_for,
+    store_checkpoint,
+    transition,
+)
 
 log = logging.getLogger("airflow_tablestore.spark")
 
@@ -126,21 +132,17 @@ class TunnelSession:
         with self._lock:
             response = self.client.heartbeat(self.tunnel_id, self.client_id, list(self._channels.values()))
             self._last_ok = time.monotonic()
-            merged: dict[str, Channel] = {}
-            for remote in response:
-                local = self._channels.get(remote.channel_id)
-                merged[remote.channel_id] = local if local is not None and local.version > remote.version else remote
+            merged = merge_channels(self._channels, response)
             for cid, ch in list(merged.items()):
-                if ch.status not in (ChannelStatus.OPEN, ChannelStatus.CLOSING):
-                    continue
                 current = self._channels.get(cid)
                 if current is not None and current.version > ch.version:
-                    continue  # a local transition is already pending
-                if cid in self._finished:
-                    merged[cid] = Channel(cid, ch.version + 1, ChannelStatus.TERMINATED)
-                elif ch.status == ChannelStatus.CLOSING and cid not in self._busy:
-                    merged[cid] = Channel(cid, ch.version + 1, ChannelStatus.CLOSE)
-                    log.info("channel %s released at the server's request", cid)
+                    continue  # our transition is pending (the merge kept it): not decided again
+                report = report_for(ch, finished=cid in self._finished,
+                                    release=ch.status == ChannelStatus.CLOSING and cid not in self._busy)
+                if report is not None:
+                    merged[cid] = report
+                    if report.status == ChannelStatus.CLOSE:
+                        log.info("channel %s released at the server's request", cid)
             self._channels = merged
             return dict(merged)
 
@@ -180,7 +182,7 @@ class TunnelSession:
             self._finished.add(channel_id)
             ch = self._channels.get(channel_id)
             if ch is not None and ch.status in (ChannelStatus.OPEN, ChannelStatus.CLOSING):
-                self._channels[channel_id] = Channel(channel_id, ch.version + 1, ChannelStatus.TERMINATED)
+                self._channels[channel_id] = transition(ch, ChannelStatus.TERMINATED)
 
     # -- checkpoints --------------------------------------------------------------------------------
     def get_checkpoint(self, channel_id: str) -> tuple[str, int]:
@@ -207,20 +209,18 @@ class TunnelSession:
         raise AssertionError("unreachable")
 
     def _commit_once(self, channel_id: str, start_token: str, sequence: int, next_token: str) -> bool:
-        try:
-            self.client.checkpoint(self.tunnel_id, self.client_id, channel_id, next_token, sequence + 1)
+        result = store_checkpoint(self.client, self.tunnel_id, self.client_id, channel_id, next_token, sequence + 1)
+        if result.outcome is CheckpointOutcome.STORED:
             return True
-        except SequenceNumberMismatchError:
-            token, server_seq = self.get_checkpoint(channel_id)
-            if token == next_token:
-                return True
-            # Someone else stored a checkpoint since this round was planned (perhaps the same token again):
-            # keep theirs and replay the round. Never re-commit under another sequence number: the sink's
-            # staged output is named by the one planned (see parquet_sink), and the replay is idempotent.
-            log.warning("channel %s was checkpointed by another consumer (now %s at sequence %d); keeping its "
-                        "checkpoint, the round will be replayed", channel_id,
-                        "our start token" if token == start_token else "a different token", server_seq)
+        if result.outcome is CheckpointOutcome.GONE:
+            log.warning("channel %s is no longer ours, not checkpointed (will be replayed): %s", channel_id,
+                        result.error)
             return False
-        except ResourceGoneError as exc:
-            log.warning("channel %s is no longer ours, not checkpointed (will be replayed): %s", channel_id, exc)
-            return False
+        # Someone else stored a checkpoint since this round was planned (perhaps the same token again): keep
+        # theirs and replay the round. Never re-commit under another sequence number: the Parquet sink's staged
+        # output is named by the one planned, and the replay is idempotent.
+        log.warning("channel %s was checkpointed by another consumer (now %s at sequence %d); keeping its "
+                    "checkpoint, the round will be replayed", channel_id,
+                    "our start token" if result.stored_token == start_token else "a different token",
+                    result.stored_sequence)
+        return False

@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterator
 from airflow_tablestore.client.errors import ResourceGoneError, TablestoreError
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel import FINISHED, Channel, ReadResult, TunnelClient, enough_data
+from airflow_tablestore.client.tunnel_session import report_for
 from airflow_tablestore.client.worker.checkpointer import Checkpointer
 from airflow_tablestore.client.worker.config import TunnelWorkerConfig
 from airflow_tablestore.client.worker.metrics import WorkerMetrics
 from airflow_tablestore.client.worker.processor import ChannelContext, ChannelProcessor
-from airflow_tablestore.client.worker.state import transition
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +114,9 @@ class ChannelConsumer:
                 return None
             if self.reported is not None and self.version_seen < self.reported.version:
                 return None
-            status = ChannelStatus.TERMINATED if self.finished else ChannelStatus.CLOSE
-            self.reported = transition(Channel(self.channel_id, self.version_seen, ChannelStatus.OPEN), status)
+            # A closed consumer gives its channel back: TERMINATED when finished, else CLOSE.
+            self.reported = report_for(Channel(self.channel_id, self.version_seen, ChannelStatus.OPEN),
+                                       finished=self.finished, release=True)
             return self.reported
 
     def superseded_by(self, channel: Channel) -> bool:

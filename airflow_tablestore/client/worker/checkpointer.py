@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from airflow_tablestore.client.errors import (
-    ResourceGoneError,
-    SequenceNumberMismatchError,
-    TablestoreError,
-)
+from airflow_tablestore.client.errors import TablestoreError
 from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client.tunnel_session import CheckpointOutcome, store_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +35,17 @@ class Checkpointer:
         if token == self.last_token:
             return True
         try:
-            self._client.checkpoint(self._tunnel_id, self._client_id, self._channel_id, token,
-                                    self.sequence_number)
-        except SequenceNumberMismatchError:
-            _, server_seq = self._client.get_checkpoint(self._tunnel_id, self._client_id, self._channel_id)
-            log.warning("channel %s: checkpoint sequence number %d out of date, server has %d; resynced",
-                        self._channel_id, self.sequence_number, server_seq)
-            self.sequence_number = server_seq + 1
-            return False
-        except ResourceGoneError:
-            raise
+            result = store_checkpoint(self._client, self._tunnel_id, self._client_id, self._channel_id, token,
+                                      self.sequence_number)
         except TablestoreError as exc:
             log.warning("channel %s: checkpoint failed (%s); will retry with the next one", self._channel_id, exc)
+            return False
+        if result.error is not None:  # GONE: the channel is no longer ours
+            raise result.error
+        if result.outcome is CheckpointOutcome.MOVED:
+            log.warning("channel %s: checkpoint sequence number %d out of date, server has %d; resynced",
+                        self._channel_id, self.sequence_number, result.stored_sequence)
+            self.sequence_number = result.stored_sequence + 1
             return False
         self.sequence_number += 1
         self.last_token = token

@@ -25,6 +25,7 @@ from airflow_tablestore.client.errors import (
 )
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel import FINISHED, Channel, TunnelClient, is_stream_token
+from airflow_tablestore.client.tunnel_session import merge_channels
 from airflow_tablestore.client.worker.channel import (
     THREAD_PREFIX,
     ChannelConsumer,
@@ -34,7 +35,6 @@ from airflow_tablestore.client.worker.channel import (
 from airflow_tablestore.client.worker.config import TunnelWorkerConfig
 from airflow_tablestore.client.worker.metrics import MetricsSnapshot, WorkerMetrics
 from airflow_tablestore.client.worker.processor import ChannelContext, ChannelProcessor, ProcessorFactory
-from airflow_tablestore.client.worker.state import merge_channels
 
 log = logging.getLogger(__name__)
 

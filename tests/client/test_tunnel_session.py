@@ -1,0 +1,133 @@
+"""Table-driven tests of the tunnel-session core that TunnelWorker and the Spark driver share: the version rule,
+what a client reports for each channel status, and the checkpoint rule (pure functions: no server; the
+checkpoint cases run against the emulator)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from airflow_tablestore.client.model import ChannelStatus
+from airflow_tablestore.client.tunnel import Channel, TunnelClient
+from airflow_tablestore.client.tunnel_session import (
+    CheckpointOutcome,
+    merge_channels,
+    report_for,
+    store_checkpoint,
+    transition,
+)
+
+OPEN, CLOSING, CLOSE, TERMINATED = (ChannelStatus.OPEN, ChannelStatus.CLOSING, ChannelStatus.CLOSE,
+                                    ChannelStatus.TERMINATED)
+STATUSES = [OPEN, CLOSING, CLOSE, TERMINATED]
+
+
+# -- version rule: every local/remote status pair, with older, equal and newer local versions ----------------
+@pytest.mark.parametrize(("local_status", "remote_status"), list(itertools.product(STATUSES, STATUSES)))
+@pytest.mark.parametrize(("local_version", "winner"), [(4, "remote"), (5, "remote"), (6, "local")],
+                         ids=["local-older", "same-version", "local-newer"])
+def test_merge_keeps_the_higher_version(local_status: ChannelStatus, remote_status: ChannelStatus,
+                                        local_version: int, winner: str) -> None:
+    local = Channel("c", local_version, local_status)
+    remote = Channel("c", 5, remote_status)
+    merged = merge_channels({"c": local}, [remote])
+    assert merged == {"c": local if winner == "local" else remote}
+
+
+def test_merge_drops_channels_the_server_no_longer_lists_and_adds_new_ones() -> None:
+    """Owner changes: a channel moved to another client disappears from our answer; a new one appears."""
+    local = {"gone": Channel("gone", 9, OPEN), "kept": Channel("kept", 2, OPEN)}
+    merged = merge_channels(local, [Channel("kept", 2, OPEN), Channel("new", 1, OPEN)])
+    assert merged == {"kept": Channel("kept", 2, OPEN), "new": Channel("new", 1, OPEN)}
+
+
+def test_transition_bumps_the_version() -> None:
+    assert transition(Channel("x", 7, OPEN), TERMINATED) == Channel("x", 8, TERMINATED)
+
+
+# -- reports: every server status x (finished, release) ---------------------------------------------------
+REPORTS = [
+    # server status, finished, release -> reported status (None: nothing to report)
+    (OPEN, False, False, None),
+    (OPEN, False, True, CLOSE),            # the consumer gave the channel up (stopped, failed)
+    (OPEN, True, False, TERMINATED),
+    (OPEN, True, True, TERMINATED),        # finished wins over release: the data is done
+    (CLOSING, False, False, None),         # the server wants it back, but a read is still in flight
+    (CLOSING, False, True, CLOSE),
+    (CLOSING, True, False, TERMINATED),
+    (CLOSING, True, True, TERMINATED),
+    *[(status, finished, release, None)    # not ours: never reported
+      for status in (CLOSE, TERMINATED) for finished in (False, True) for release in (False, True)],
+]
+
+
+@pytest.mark.parametrize(("status", "finished", "release", "expected"), REPORTS)
+def test_report_for(status: ChannelStatus, finished: bool, release: bool, expected: ChannelStatus | None) -> None:
+    report = report_for(Channel("c", 3, status), finished=finished, release=release)
+    if expected is None:
+        assert report is None
+    else:
+        assert report == Channel("c", 4, expected)
+
+
+def test_a_pending_report_survives_the_next_answer_and_is_then_superseded() -> None:
+    """We report CLOSE at version 4; the server still answers version 3 (it has not applied it): ours stays.
+    Then the server re-opens the channel for us at version 5: its copy wins, and there is nothing to report."""
+    reported = report_for(Channel("c", 3, CLOSING), finished=False, release=True)
+    assert reported == Channel("c", 4, CLOSE)
+    merged = merge_channels({"c": reported}, [Channel("c", 3, CLOSING)])
+    assert merged["c"] == reported
+    merged = merge_channels(merged, [Channel("c", 5, OPEN)])
+    assert merged["c"] == Channel("c", 5, OPEN)
+    assert report_for(merged["c"], finished=False, release=False) is None
+
+
+# -- checkpoints against the emulator -----------------------------------------------------------------------
+@pytest.fixture
+def held_channel(tablestore_client: Any, tablestore_tunnel_client: TunnelClient) -> Any:
+    from airflow_helpers import simple_schema, unique
+
+    table = unique("ckpt")
+    tablestore_client.create_table(simple_schema(table))
+    tablestore_client.put_row(table, (("id", "a"), ("seq", 1)), [("v", 1)])
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "t", "BaseData")
+    client_id = tablestore_tunnel_client.connect(tunnel_id, timeout_s=60)
+    channels = tablestore_tunnel_client.heartbeat(tunnel_id, client_id, [])
+    (channel,) = [c for c in channels if c.status == OPEN]
+    token, seq = tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, channel.channel_id)
+    read = tablestore_tunnel_client.read_records(tunnel_id, client_id, channel.channel_id, token)
+    return tablestore_tunnel_client, tunnel_id, client_id, channel.channel_id, token, seq, read.next_token
+
+
+def test_checkpoint_stored(held_channel: Any) -> None:
+    client, tunnel_id, client_id, channel, _, seq, next_token = held_channel
+    result = store_checkpoint(client, tunnel_id, client_id, channel, next_token, seq + 1)
+    assert result.outcome is CheckpointOutcome.STORED
+    assert client.get_checkpoint(tunnel_id, client_id, channel) == (next_token, seq + 1)
+
+
+def test_checkpoint_that_already_landed_is_stored(held_channel: Any) -> None:
+    client, tunnel_id, client_id, channel, _, seq, next_token = held_channel
+    store_checkpoint(client, tunnel_id, client_id, channel, next_token, seq + 1)
+    again = store_checkpoint(client, tunnel_id, client_id, channel, next_token, seq + 1)  # a retried attempt
+    assert again.outcome is CheckpointOutcome.STORED and again.stored_sequence == seq + 1
+
+
+def test_checkpoint_moved_by_someone_else(held_channel: Any) -> None:
+    client, tunnel_id, client_id, channel, token, seq, next_token = held_channel
+    client.checkpoint(tunnel_id, client_id, channel, token, seq + 3)  # another writer, same token, newer number
+    result = store_checkpoint(client, tunnel_id, client_id, channel, next_token, seq + 1)
+    assert result.outcome is CheckpointOutcome.MOVED
+    assert (result.stored_token, result.stored_sequence) == (token, seq + 3)
+    assert client.get_checkpoint(tunnel_id, client_id, channel) == (token, seq + 3)  # never overwritten
+
+
+def test_checkpoint_of_a_channel_no_longer_ours(held_channel: Any) -> None:
+    client, tunnel_id, client_id, channel, _, seq, next_token = held_channel
+    client.shutdown(tunnel_id, client_id)
+    other = client.connect(tunnel_id, timeout_s=60)
+    result = store_checkpoint(client, tunnel_id, other, channel, next_token, seq + 1)
+    assert result.outcome is CheckpointOutcome.GONE and result.error is not None
+    assert result.error.code == "OTSResourceGone"
