@@ -7,7 +7,7 @@ export PATH := $(BIN):$(PATH)
 AIRFLOW_VERSION ?= 3.3.2
 PROTO_DIR := airflow_tablestore/protocol
 
-.PHONY: venv test test-compat test-fast demo proto lint bench emulator clean
+.PHONY: test-crash venv test test-compat test-fast demo proto lint bench emulator clean
 
 venv: $(VENV)/.installed
 
@@ -23,6 +23,10 @@ test: venv
 # The compatibility matrix (Python 3.11-3.13, lowest protobuf, lowest Airflow, one-command install): venvs in .venvs/
 test-compat: venv
 	TABLESTORE_COMPAT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/compat
+
+# The crash matrix (SIGKILLs of the consumer and the emulator, faults; minutes): tests/e2e/test_crash_matrix.py
+test-crash: venv
+	TABLESTORE_CRASH=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/e2e/test_crash_matrix.py
 
 test-fast: venv
 	$(BIN)/python -m pytest -q -m "not slow and not oracle" tests

@@ -56,19 +56,32 @@ class DiscardSink:
     def check(self) -> None:
         return None
 
-    def open(self, channel_id: str, start_token: str) -> Any:
+    def open(self, channel_id: str, start_token: str, sequence: int) -> Any:
         return _Discard()
+
+    def publish(self, channel_id: str, start_token: str, end_token: str, sequence: int) -> None:
+        return None
+
+    def recover(self, channel_id: str, token: str, sequence: int) -> None:
+        return None
+
+    def staged_channels(self) -> list[str]:
+        return []
 
 
 class _Discard:
     def __init__(self) -> None:
         self.count = 0
+        self.refused = 0
 
     def write(self, records: Sequence[Record]) -> None:
         self.count += len(records)
 
-    def close(self) -> int:
+    def close(self, end_token: str) -> int:
         return self.count
+
+    def abort(self) -> None:
+        return None
 
 
 def load(tables: TableClient, rows: int) -> float:
@@ -86,9 +99,11 @@ class _SinkingProcessor(CountingChannelProcessor):
 
     def process(self, records: list[Record], context: ChannelContext) -> None:
         if self.sink is not None:  # one deterministic file per (channel, start token), as the Spark sink
-            writer = self.sink.open(context.channel_id, context.start_token)
+            writer = self.sink.open(context.channel_id, context.start_token, 1)
             writer.write(records)
-            writer.close()
+            end = f"{context.start_token}+{len(records)}"
+            writer.close(end)
+            self.sink.publish(context.channel_id, context.start_token, end, 1)  # as the Spark driver does
         super().process(records, context)
 
 

@@ -1,22 +1,39 @@
-"""Replicate a Tablestore table through its tunnel with Spark: base data once, then every interval's changes.
+"""Replicate a Tablestore table through its tunnel with Spark: base data once, then every hour's changes.
 
-Copy this DAG and adjust the defaults (or set them per run in the trigger form). Each run:
+Copy this DAG and adjust the defaults (or set them per run in the trigger form). The schedule is hourly with
+data intervals (``CronDataIntervalTimetable``): the run of [H-1, H) starts at H and replicates through H. Each
+run:
 
-1. ``choose_sink`` — a Tablestore sink needs the destination table; a Parquet sink does not.
+1. ``choose_sink`` — checks the parameters together (the form checks them one by one) and picks the branch:
+   a Tablestore sink needs the destination table; a Parquet sink does not.
 2. ``create_destination_table`` — a replica of the source's schema with ``max_time_deviation`` raised so
    original cell versions can be written (idempotent).
 3. ``create_tunnel`` — a BaseAndStream tunnel on the source (idempotent by name).
 4. ``plan`` — reads the tunnel: runs the full phase only while base data is left, skips the Spark job when the
-   consume point already reached the cutoff.
+   consume point already reached the cutoff, and sends a *rerun* (a cleared task or a backfill) of a past
+   interval to the rebuild branch (Parquet sink) or logs why it is a no-op (Tablestore sink).
 5. ``full_phase`` / ``incremental_phase`` — ``spark-submit`` of ``airflow_tablestore/spark/consumer.py``;
-   the incremental cutoff is the run's ``data_interval_end``.
-6. ``wait_consume_point`` — the tunnel consume point is at or past the same cutoff.
+   the incremental cutoff is the run's ``data_interval_end`` (``run_after`` for runs without a logical date).
+6. ``rebuild_prepare`` / ``rebuild_interval`` / ``rebuild_swap`` — a rerun of a past interval with the Parquet
+   sink: a Stream tunnel bounded to [start, end), consumed into a staging directory, whose partitions then
+   replace the interval's (the main tunnel is not touched; outside the stream retention it fails and changes
+   nothing).
+7. ``wait_consume_point`` — the tunnel consume point is at or past the same cutoff.
+8. ``announce`` — an Asset event on ``AssetAlias("tablestore_replication")`` for the destination: the table
+   ``tablestore://<instance>/<table>`` or the interval's change-log partition, with the interval, the records
+   written and how far the replica reaches.
+
+What a successful run guarantees: the Tablestore replica is *replicated through at least* the interval's end
+(a run may read further; the task log says "replicated through T, cutoff C"); the Parquet change log is
+partitioned by commit hour (``interval=YYYYMMDDTHH``), and the partition of [H-1, H) holds exactly the changes
+committed in that hour once the run of that interval succeeded.
 
 Credentials reach the Spark driver in a file readable only by the worker's user (``--credentials-file``, written
-from the connections at run time and deleted afterwards), never as arguments, Spark conf or env_vars. Unpausing starts from the current
-interval (``catchup=False``): the full phase copies the whole table anyway. Set
+from the connections at run time and deleted afterwards), never as arguments, Spark conf or env_vars. Unpausing
+starts from the current interval (``catchup=False``): the full phase copies the whole table anyway. Set
 ``TABLESTORE_REPLICATION_CATCHUP=true`` (and ``TABLESTORE_REPLICATION_START_DATE``, an ISO date) to have the
-scheduler create the past intervals' runs; ``max_active_runs=1`` keeps scheduled runs in interval order.
+scheduler create the past intervals' runs. At most one Spark consumer of the main tunnel runs at a time, across
+all runs of this DAG, backfills included (``max_active_tis_per_dag=1``), earlier intervals first.
 
 Failures that no retry can fix (wrong credentials, a missing table or tunnel, an expired tunnel, a sink that is
 the source, bad settings) fail the task at once (``AirflowFailException``); throttling, timeouts and 5xx are
@@ -26,20 +43,24 @@ retried.
 from __future__ import annotations
 
 import importlib.util
+import json
+import logging
 import os
 import re
 import sys
 import tempfile
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, Asset, AssetAlias, Param, task
+from airflow.timetables.interval import CronDataIntervalTimetable
 
 from airflow_tablestore.operators.table import TablestoreCreateTableOperator
 from airflow_tablestore.operators.tunnel import TablestoreCreateTunnelOperator
 from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor
 
+log = logging.getLogger("airflow.task")
 CONSUMER = importlib.util.find_spec("airflow_tablestore.spark.consumer")
 APPLICATION = CONSUMER.origin if CONSUMER and CONSUMER.origin else "airflow_tablestore/spark/consumer.py"
 # Spark at WARN in the task log (about 80 start-up INFO lines otherwise); the driver runs on the worker (client mode)
@@ -49,6 +70,10 @@ START_DATE = datetime.fromisoformat(os.environ.get("TABLESTORE_REPLICATION_START
 # must not touch data_interval_end then (Airflow renders with StrictUndefined), so test it with `is defined`.
 CUTOFF = ("{{ (data_interval_end if data_interval_end is defined and data_interval_end else dag_run.run_after)"
           ".isoformat() }}")
+ASSET_ALIAS = "tablestore_replication"
+"""Every successful run adds an Asset event to this alias for what it brought up to date: the destination table
+``tablestore://<instance>/<table>`` or the change-log partition of its interval. Schedule downstream DAGs on
+``AssetAlias("tablestore_replication")`` or on the concrete Asset."""
 CATCHUP = os.environ.get("TABLESTORE_REPLICATION_CATCHUP", "false").lower() in ("1", "true", "yes")
 
 
@@ -95,7 +120,9 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
         else:
             self.application_args = [*(self.application_args or []), "--credentials-file", str(path)]
 
-    def execute(self, context: Any) -> None:
+    def execute(self, context: Any) -> dict[str, Any] | None:  # type: ignore[override]
+        """Run the consumer; returns its summary (records, consume point, ...) as the task's XCom, or None
+        when the driver ran elsewhere (cluster deploy mode)."""
         from airflow.sdk.exceptions import AirflowFailException
 
         from airflow_tablestore.hooks.failures import fail_fast
@@ -113,7 +140,11 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
             with tempfile.TemporaryDirectory(prefix="tablestore-spark-") as private:  # mode 0700
                 with fail_fast():  # a malformed Tablestore connection will not improve with retries
                     self._with_credentials(private)
+                summary = os.path.join(private, "summary.json")
+                if (self._deploy_mode or self._get_hook()._connection.get("deploy_mode")) != "cluster":
+                    self.application_args = [*(self.application_args or []), "--summary-file", summary]
                 super().execute(context)
+                return _read_summary(summary)
         except Exception as exc:
             code = re.search(r"Error code is: (\d+)", str(exc))
             if code and int(code.group(1)) in PERMANENT_EXIT_CODES:
@@ -121,6 +152,32 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
                     f"the consumer stopped with a permanent error (exit code {code.group(1)}; its ERROR line above "
                     "says which): not retried, retrying cannot fix it") from exc
             raise
+
+
+PARTITION_BY = "hour"
+"""The Parquet change log's partitions follow the schedule (hourly): interval=YYYYMMDDTHH by commit time, so
+the run of an hour leaves that hour's partition exact however far it read."""
+
+
+def parameter_problems(params: dict[str, Any]) -> list[str]:
+    """What is wrong with a combination of parameters (each is valid on its own), as readable sentences."""
+    problems = []
+    if params["sink_type"] == "parquet" and not (params.get("parquet_path") or "").strip():
+        problems.append("the Parquet sink needs 'Change-log path' (parquet_path)")
+    same_table = params["destination_table"] == params["source_table"]
+    if params["sink_type"] == "tablestore" and same_table and \
+            params["sink_tablestore_conn_id"] == params["tablestore_conn_id"]:
+        problems.append("the destination table is the source table on the same connection: replicating into it "
+                        "would feed its own stream; choose another table or destination connection")
+    return problems
+
+
+def _read_summary(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as summary:
+            return dict(json.load(summary))
+    except (OSError, ValueError):
+        return None
 
 
 def _consumer_args(phase: str) -> list[str]:
@@ -133,6 +190,7 @@ def _consumer_args(phase: str) -> list[str]:
         "--sink-path", "{{ params.parquet_path }}",
         "--records-per-channel", "{{ params.records_per_channel }}",
         "--heartbeat-interval", "{{ params.heartbeat_interval }}",
+        "--partition-by", PARTITION_BY,
     ]
     if phase == "incremental":
         args += ["--cutoff", CUTOFF]
@@ -142,7 +200,7 @@ def _consumer_args(phase: str) -> list[str]:
 with DAG(
     dag_id="tablestore_replication",
     description="Tablestore → Tablestore/Parquet replication through a tunnel, with Spark",
-    schedule="@hourly",
+    schedule=CronDataIntervalTimetable("0 * * * *", timezone="UTC"),
     start_date=START_DATE,
     catchup=CATCHUP,
     max_active_runs=1,
@@ -167,9 +225,9 @@ with DAG(
         "sink_type": Param("tablestore", enum=["tablestore", "parquet"], title="Sink",
                            description="tablestore: replicate into the destination table; parquet: write a "
                                        "change log"),
-        "parquet_path": Param("/tmp/tablestore-changelog", type="string", minLength=1, title="Change-log path",
-                              description="directory or URI of the Parquet change log (Parquet sink only; "
-                                          "ignored otherwise)"),
+        "parquet_path": Param(None, type=["null", "string"], title="Change-log path",
+                              description="directory or URI of the Parquet change log: required with the "
+                                          "Parquet sink, ignored with the Tablestore sink"),
         "records_per_channel": Param(50000, type="integer", minimum=1, title="Records per channel and round",
                                      description="the most records one Spark task reads from a channel per "
                                                  "round (memory per task)"),
@@ -182,8 +240,14 @@ with DAG(
 
     @task.branch
     def choose_sink(params: dict[str, Any] | None = None) -> str:
-        """A Tablestore sink needs the destination table first."""
+        """Check the parameters together (the trigger form validates each one alone), then branch: a Tablestore
+        sink needs the destination table first."""
+        from airflow.sdk.exceptions import AirflowFailException
+
         assert params is not None
+        problems = parameter_problems(params)
+        if problems:
+            raise AirflowFailException("invalid parameters: " + "; ".join(problems))
         return "create_destination_table" if params["sink_type"] == "tablestore" else "create_tunnel"
 
     create_destination_table = TablestoreCreateTableOperator(
@@ -222,9 +286,77 @@ with DAG(
             hook.close()
         if not full_phase_done(desc):
             return "full_phase"
-        if not consumed_through(desc, to_ns(cutoff)).done:
+        progress = consumed_through(desc, to_ns(cutoff))
+        if not progress.done:
             return "incremental_phase"
-        return "wait_consume_point"
+        start, end = context.get("data_interval_start"), context.get("data_interval_end")
+        rerun = context["ti"].try_number > 1 or context["dag_run"].run_type == "backfill"
+        if not (rerun and start and end):
+            log.info("nothing to read: the tunnel is consumed through the cutoff (%s)", progress.message)
+            return "wait_consume_point"
+        if params["sink_type"] == "tablestore":
+            log.info("rerun of the past interval [%s, %s): a no-op for the Tablestore sink, whose replica already "
+                     "holds later state (%s)", start.isoformat(), end.isoformat(), progress.message)
+            return "wait_consume_point"
+        log.info("rerun of the past interval [%s, %s): rebuilding its change-log partitions from the stream "
+                 "(the main tunnel's progress is not touched)", start.isoformat(), end.isoformat())
+        return "rebuild_prepare"
+
+    @task
+    def rebuild_prepare(params: dict[str, Any] | None = None, **context: Any) -> dict[str, str]:
+        """Create a Stream tunnel bounded to [start, end) for the rerun, after checking the interval is still
+        in the table's stream retention (otherwise fail at once, leaving the partition as it was)."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from airflow_tablestore.hooks.failures import fail_fast
+        from airflow_tablestore.hooks.table import TablestoreHook
+        from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
+
+        assert params is not None
+        start, end = context["data_interval_start"], context["data_interval_end"]
+        tables = TablestoreHook(params["tablestore_conn_id"])
+        tunnels = TablestoreTunnelHook(params["tablestore_conn_id"])
+        try:
+            with fail_fast():
+                stream = tables.conn.describe_table(params["source_table"]).schema.stream
+                hours = stream.expiration_hours if stream else 0
+                oldest = datetime.now(UTC) - timedelta(hours=hours)
+                if start < oldest:
+                    raise AirflowFailException(
+                        f"the interval [{start.isoformat()}, {end.isoformat()}) starts before the oldest change the "
+                        f"table's stream still holds ({oldest.isoformat()}, retention {hours} h): its changes "
+                        "cannot be read again; the change log is left as it was")
+                name = f"{params['tunnel_name']}-rebuild-{start:%Y%m%dT%H%M%S}"
+                if any(t.tunnel_name == name for t in tunnels.conn.list_tunnels(params["source_table"])):
+                    tunnels.conn.delete_tunnel(params["source_table"], name)  # left by an earlier attempt
+                tunnels.conn.create_tunnel(params["source_table"], name, "Stream", stream_start=start,
+                                           stream_end=end)
+        finally:
+            tables.close()
+            tunnels.close()
+        staging = f"{params['parquet_path'].rstrip('/')}/_rebuild/{start:%Y%m%dT%H%M%S}"
+        log.info("rebuild tunnel %s created for [%s, %s); the rebuilt partitions are written to %s first", name,
+                 start.isoformat(), end.isoformat(), staging)
+        return {"tunnel": name, "staging": staging}
+
+    @task
+    def rebuild_swap(params: dict[str, Any] | None = None, **context: Any) -> list[str]:
+        """Replace the interval's partitions by the rebuilt ones (a directory rename each: atomic on local and
+        HDFS file systems), then delete the rebuild tunnel and the staging directory."""
+        from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
+        from airflow_tablestore.spark.parquet_sink import replace_partitions
+
+        assert params is not None
+        prepared = context["ti"].xcom_pull(task_ids="rebuild_prepare")
+        start, end = context["data_interval_start"], context["data_interval_end"]
+        replaced = replace_partitions(params["parquet_path"], prepared["staging"], start, end, PARTITION_BY)
+        tunnels = TablestoreTunnelHook(params["tablestore_conn_id"])
+        try:
+            tunnels.conn.delete_tunnel(params["source_table"], prepared["tunnel"])
+        finally:
+            tunnels.close()
+        log.info("rebuilt partitions %s of [%s, %s)", ", ".join(replaced), start.isoformat(), end.isoformat())
+        return replaced
 
     common: dict[str, Any] = {
         "application": APPLICATION,
@@ -242,6 +374,20 @@ with DAG(
         task_id="full_phase",
         name="tablestore-{{ params.tunnel_name }}-full",
         application_args=_consumer_args("full"),
+        **common,
+    )
+    rebuild_interval = TablestoreSparkSubmitOperator(
+        task_id="rebuild_interval",
+        name="tablestore-{{ params.tunnel_name }}-rebuild",
+        application_args=[
+            "--table", "{{ params.source_table }}",
+            "--tunnel", "{{ ti.xcom_pull(task_ids='rebuild_prepare')['tunnel'] }}",
+            "--phase", "incremental", "--cutoff", CUTOFF,
+            "--sink", "parquet", "--sink-path", "{{ ti.xcom_pull(task_ids='rebuild_prepare')['staging'] }}",
+            "--partition-by", PARTITION_BY,
+            "--records-per-channel", "{{ params.records_per_channel }}",
+            "--heartbeat-interval", "{{ params.heartbeat_interval }}",
+        ],
         **common,
     )
     incremental_phase = TablestoreSparkSubmitOperator(
@@ -262,9 +408,42 @@ with DAG(
         trigger_rule="none_failed_min_one_success",
     )
 
+    @task(outlets=[AssetAlias(ASSET_ALIAS)], trigger_rule="none_failed_min_one_success")
+    def announce(params: dict[str, Any] | None = None, **context: Any) -> dict[str, Any]:
+        """One Asset event per successful interval: the destination (table, or the interval's change-log
+        partition) with the interval, the records this run wrote and how far the replica now reaches."""
+        from airflow_tablestore.assets.tablestore import create_asset
+        from airflow_tablestore.hooks.base import TablestoreBaseHook
+        from airflow_tablestore.spark.parquet_sink import interval_partitions
+
+        assert params is not None
+        start, end = context.get("data_interval_start"), context.get("data_interval_end")
+        cutoff = end or context["dag_run"].run_after
+        summaries = [context["ti"].xcom_pull(task_ids=t) for t in ("full_phase", "incremental_phase")]
+        extra: dict[str, Any] = {
+            "interval_start": start.isoformat() if start else None,
+            "interval_end": cutoff.isoformat(),
+            "records": sum(int(s.get("records", 0)) for s in summaries if isinstance(s, dict)),
+            "replicated_through": next((s.get("consume_point") for s in reversed(summaries)
+                                        if isinstance(s, dict) and s.get("consume_point")), None),
+        }
+        if params["sink_type"] == "tablestore":
+            instance = TablestoreBaseHook(params["sink_tablestore_conn_id"]).get_config().instance_name
+            assets = [create_asset(instance=instance, table=params["destination_table"])]
+        else:
+            root = params["parquet_path"].rstrip("/")
+            root = root if "://" in root else "file://" + os.path.abspath(root)
+            parts = interval_partitions(start, end, PARTITION_BY) if start and end else []
+            assets = [Asset(uri=f"{root}/interval={p}") for p in parts] or [Asset(uri=root)]
+        for asset in assets:
+            context["outlet_events"][AssetAlias(ASSET_ALIAS)].add(asset, extra=extra)
+        return {"assets": [a.uri for a in assets], **extra}
+
     sink_choice = choose_sink()
     sink_choice >> [create_destination_table, create_tunnel]
     create_destination_table >> create_tunnel
     planned = plan()
-    create_tunnel >> planned >> [full_phase, incremental_phase, wait_consume_point]
-    full_phase >> incremental_phase >> wait_consume_point
+    rebuild = rebuild_prepare()
+    create_tunnel >> planned >> [full_phase, incremental_phase, wait_consume_point, rebuild]
+    rebuild >> rebuild_interval >> rebuild_swap() >> wait_consume_point
+    full_phase >> incremental_phase >> wait_consume_point >> announce()

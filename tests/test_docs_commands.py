@@ -169,7 +169,7 @@ def check_spark_submit(command: str, tmp_path: Path) -> None:
 RULES: list[tuple[str, Callable[[str, Path], None]]] = [
     (r"^(tablestore-emulator|python -m airflow_tablestore\.emulator) ", check_emulator),
     (r"^make emulator$", check_make_emulator),
-    (r"^make (demo|test|test-fast|test-compat|lint|proto|bench)$", check_make_target),
+    (r"^make (demo|test|test-fast|test-compat|test-crash|lint|proto|bench)$", check_make_target),
     (r"^pip install ", check_pip_install),
     (r"^export AIRFLOW_CONN_TABLESTORE_DEFAULT=", check_export_connection),
     (r"^export TABLESTORE_", check_export_consumer),

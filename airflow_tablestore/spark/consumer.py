@@ -66,7 +66,7 @@ def build_sink(options: Any, source: Any) -> Any:
     from airflow_tablestore.spark.sinks import ParquetSink, TablestoreSink
 
     if options.sink == "parquet":
-        return ParquetSink(options.sink_path)
+        return ParquetSink(options.sink_path, options.partition_by)
     sink_settings = settings_mod.load(
         credentials_file=options.credentials_file, section="sink", env_prefix=options.sink_env_prefix,
         fallback=source,
@@ -111,6 +111,15 @@ def default_spark_factory(options: Any) -> Any:
     return factory
 
 
+def write_summary(path: str, line: str) -> None:
+    """Write the summary JSON to ``path`` (for the Airflow task; a failure to do so only logs a warning)."""
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(line + "\n")
+    except OSError as exc:
+        log.warning("could not write the summary to %s: %s", path, exc)
+
+
 def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
     """Parse, run one phase, log a ``CONSUMER_SUMMARY {json}`` line; returns the exit code."""
     from airflow_tablestore.client.errors import PERMANENT_ERRORS, TablestoreError, TunnelExpiredError
@@ -138,7 +147,10 @@ def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
 
         job = ConsumerJob(options, source, sink, tracked_factory)
         summary = job.run()
-        print("CONSUMER_SUMMARY " + json.dumps(summary.as_dict(), sort_keys=True), flush=True)
+        line = json.dumps(summary.as_dict(), sort_keys=True)
+        print("CONSUMER_SUMMARY " + line, flush=True)
+        if options.summary_file:
+            write_summary(options.summary_file, line)
         return 0
     except ConfigurationError as exc:
         log.error("%s", exc)

@@ -206,8 +206,8 @@ class ConsumerJob:
         if self.options.phase == "full":
             log.info("full phase %s: tunnel stage %s", what, desc.tunnel.stage.value)
         else:
-            log.info("incremental phase %s: consume point %s >= cutoff %s", what, self.summary.consume_point,
-                     self.summary.cutoff)
+            log.info("incremental phase %s: replicated through %s (the tunnel's consume point), cutoff %s",
+                     what, self.summary.consume_point, self.summary.cutoff)
 
     def _log_consume_point(self, desc: TunnelDescription) -> None:
         cutoff_ns = (self.options.cutoff_us or 0) * 1000

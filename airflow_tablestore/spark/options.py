@@ -32,6 +32,8 @@ class JobOptions:
     sink_path: str | None = None
     sink_env_prefix: str = SINK_PREFIX
     fence_column: str = FENCE_COLUMN
+    partition_by: str = "none"
+    summary_file: str | None = None
     credentials_file: str | None = None
     records_per_channel: int = 50_000
     bytes_per_channel: int = 256 * 1024 * 1024
@@ -107,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="column of the destination table holding each row's last applied stream position; "
                    "writes are conditional on it so late or replayed writes never roll a row back; '' turns the "
                    "fence off (--sink tablestore; default %(default)s)")
+    p.add_argument("--partition-by", choices=("none", "hour", "day"), default="none",
+                   help="partition the Parquet change log by each change's commit time: interval=YYYYMMDDTHH "
+                   "(hour) or interval=YYYYMMDD (day), base data in interval=base (default %(default)s)")
+    p.add_argument("--summary-file", help="also write the CONSUMER_SUMMARY JSON to this file (the DAG's tasks "
+                   "return it as their XCom)")
     p.add_argument("--credentials-file", help="JSON file with 'source' and optional 'sink' settings")
     p.add_argument("--records-per-channel", type=_positive_int, default=50_000,
                    help="records read per channel per round (default %(default)s)")
@@ -159,6 +166,8 @@ def parse_args(argv: Sequence[str] | None = None) -> JobOptions:
         sink_path=ns.sink_path,
         sink_env_prefix=ns.sink_conn_env_prefix,
         fence_column=ns.fence_column,
+        partition_by=ns.partition_by,
+        summary_file=ns.summary_file,
         credentials_file=ns.credentials_file,
         records_per_channel=ns.records_per_channel,
         bytes_per_channel=ns.bytes_per_channel,

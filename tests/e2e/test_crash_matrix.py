@@ -23,7 +23,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from .conftest import BIN, FAST_JVM, _wait_until_gone, base_rows, consumer_env
 
 pytestmark = pytest.mark.slow
 
-ROWS = 1200
+ROWS = 6000
 KILLS_PER_PHASE = 10
 EMULATOR_RESTARTS = 3
 TUNING = ["--records-per-channel", "120", "--heartbeat-interval", "1", "--client-timeout", "5", "--idle-wait", "0.3",
@@ -53,6 +53,7 @@ EMULATOR_ARGS = ["--base-channel-rows", "300", "--stream-partitions", "2", "--ma
                  "--log-level", "DEBUG"]
 REQUEST = re.compile(r'"POST (/[\w/]+) HTTP')
 READ, CHECKPOINT, SINK_WRITE = "/tunnel/readrecords", "/tunnel/checkpoint", "/BatchWriteRow"
+COMPLETED = "run completed before the kill point"
 
 
 @dataclasses.dataclass
@@ -142,7 +143,7 @@ def run_killed(world: World, args: list[str], kill: Kill) -> None:
         kill.reached = f"after answer {kill.nth} to {kill.path} (+{kill.delay_s * 1000:.0f} ms)"
     else:
         assert code == 0, out[-6000:]
-        kill.reached = "run completed before the kill point"
+        kill.reached = COMPLETED
     world.report.append(dataclasses.asdict(kill))
 
 
@@ -153,10 +154,20 @@ def _kill_later(proc: subprocess.Popen[str], delay_s: float) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def kill_plan(phase: str, sink_type: str, rng: random.Random) -> list[Kill]:
-    """>= KILLS_PER_PHASE kills cycling over reads, sink writes and checkpoint commits."""
+def kill_phase(world: World, phase: str, rng: random.Random, args: Callable[[], list[str]]) -> None:
+    """Killed runs until KILLS_PER_PHASE kills were reached (a run can end before its kill point)."""
+    reached = 0
+    for kill in kill_plan(phase, world.sink_type, rng, 2 * KILLS_PER_PHASE):
+        run_killed(world, args(), kill)
+        reached += kill.reached != COMPLETED
+        if reached == KILLS_PER_PHASE:
+            return
+
+
+def kill_plan(phase: str, sink_type: str, rng: random.Random, count: int) -> list[Kill]:
+    """Kills cycling over reads, sink writes and checkpoint commits."""
     kills = []
-    for i in range(KILLS_PER_PHASE):
+    for i in range(count):
         kind = i % 3
         if kind == 0:
             kills.append(Kill(phase, READ, rng.randint(1, 8), rng.uniform(0, 0.2)))
@@ -273,18 +284,21 @@ def test_crash_matrix(emulators: tuple[EmulatorProcess, EmulatorProcess], tmp_pa
         world = World(source, None, client, sink_type, args)
     expected_base = demo.snapshot(client, "orders")
 
-    for kill in kill_plan("full", sink_type, rng):
-        run_killed(world, ["--phase", "full"], kill)
+    kill_phase(world, "full", rng, lambda: ["--phase", "full"])
     run_clean(world, ["--phase", "full"])
 
     writer = SourceWriter(client, "orders")
     writer.burst()
     with writer:  # source writes continue during the killed incremental runs
-        for kill in kill_plan("incremental", sink_type, rng):
-            run_killed(world, ["--phase", "incremental", "--cutoff", emulator_now(source)], kill)
-    for n in range(EMULATOR_RESTARTS):  # writes between these runs (a write cut by the restart has no record)
-        writer.burst()
-        restart_mid_run(world, ["--phase", "incremental", "--cutoff", emulator_now(source)], after_reads=2 + n)
+        kill_phase(world, "incremental", rng, lambda: ["--phase", "incremental", "--cutoff", emulator_now(source)])
+    restarts = 0
+    for attempt in range(2 * EMULATOR_RESTARTS):  # writes between these runs (a write cut by a restart has no record)
+        if restarts == EMULATOR_RESTARTS:
+            break
+        writer.burst(400)
+        outcome = restart_mid_run(world, ["--phase", "incremental", "--cutoff", emulator_now(source)],
+                                  after_reads=1 + attempt % 2)
+        restarts += "restarted" in outcome
     writer.burst()
     cutoff = emulator_now(source)
     add_random_faults(source, seed=1)
@@ -300,12 +314,11 @@ def test_crash_matrix(emulators: tuple[EmulatorProcess, EmulatorProcess], tmp_pa
     world.report.append({"phase": "catch-up", "faults": "~10% of every request", "retries_logged":
                          out.count("retrying in")})
 
-    reached = [r for r in world.report if "path" in r and r["reached"] != "run completed before the kill point"]
     report = json.dumps(world.report, indent=1)
     (tmp_path / "crash-matrix-report.json").write_text(report)
-    print(f"\ncrash matrix ({sink_type}): {len(reached)} kills reached\n{report}")
-    for phase in ("full", "incremental"):
-        assert sum(1 for r in reached if r["phase"] == phase) >= KILLS_PER_PHASE * 0.8, report
+    reached = [r for r in world.report if "path" in r and r["reached"] != COMPLETED]
+    restarts = [r for r in world.report if "restarted" in r.get("emulator_restart", "")]
+    print(f"\ncrash matrix ({sink_type}): {len(reached)} kills and {len(restarts)} emulator restarts reached\n{report}")
 
     if sink_type == "tablestore":
         assert demo.compare(demo.snapshot(client, "orders"), demo.snapshot(sink_client, "orders_replica")) == []
@@ -313,6 +326,9 @@ def test_crash_matrix(emulators: tuple[EmulatorProcess, EmulatorProcess], tmp_pa
         records = arrow_to_records(read_change_log(path))
         assert base_rows(records) == expected_base
         assert stream_changes(records) == Counter(write_key(w) for w in writer.writes)  # each exactly once
+    for phase in ("full", "incremental"):
+        assert sum(1 for r in reached if r["phase"] == phase) >= KILLS_PER_PHASE, report
+    assert len(restarts) >= EMULATOR_RESTARTS, report
 
 
 def make_replica_across(source: TableClient, sink: TableClient) -> None:

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -96,13 +97,20 @@ def test_task_graph(dag_module: ModuleType) -> None:
     assert down["choose_sink"] == {"create_destination_table", "create_tunnel"}
     assert down["create_destination_table"] == {"create_tunnel"}
     assert down["create_tunnel"] == {"plan"}
-    assert down["plan"] == {"full_phase", "incremental_phase", "wait_consume_point"}
+    assert down["plan"] == {"full_phase", "incremental_phase", "wait_consume_point", "rebuild_prepare"}
     assert down["full_phase"] == {"incremental_phase"}
     assert down["incremental_phase"] == {"wait_consume_point"}
+    # a rerun of a past interval rebuilds its change-log partitions through a bounded tunnel of its own
+    assert down["rebuild_prepare"] == {"rebuild_interval"}
+    assert down["rebuild_interval"] == {"rebuild_swap"}
+    assert down["rebuild_swap"] == {"wait_consume_point"}
+    assert down["wait_consume_point"] == {"announce"}
+    assert [o.name for o in dag.get_task("announce").outlets] == ["tablestore_replication"]  # the AssetAlias
     inc = dag.get_task("incremental_phase")
     assert inc.trigger_rule == "none_failed_min_one_success"
     assert "data_interval_end" in " ".join(inc.application_args)
     assert dag.get_task("wait_consume_point").cutoff == inc.application_args[-1]
+    assert inc.application_args[inc.application_args.index("--partition-by") + 1] == "hour"  # as the schedule
     # Spark's start-up INFO noise is kept out of the task log (the packaged log4j2 file sets WARN)
     java_options = inc.conf["spark.driver.extraJavaOptions"]
     assert java_options.startswith("-Dlog4j2.configurationFile=file://")
@@ -168,3 +176,17 @@ def test_spark_tasks_fail_at_once_without_spark_submit(dag_module: ModuleType, t
     with pytest.raises(AirflowFailException) as info:
         task.execute({})
     assert "spark-submit is not on this worker's PATH" in str(info.value)
+
+
+@pytest.mark.parametrize(("changes", "problem"), [
+    ({"sink_type": "parquet", "parquet_path": None}, "needs 'Change-log path'"),
+    ({"sink_type": "parquet", "parquet_path": "  "}, "needs 'Change-log path'"),
+    ({"destination_table": "orders", "source_table": "orders"}, "would feed its own stream"),
+    ({"sink_type": "parquet", "parquet_path": "/data/log", "destination_table": "orders", "source_table": "orders"},
+     None),  # the destination table is ignored with the Parquet sink
+    ({"destination_table": "orders", "source_table": "orders", "sink_tablestore_conn_id": "other"}, None),
+])
+def test_parameter_combinations(dag_module: ModuleType, changes: dict[str, Any], problem: str | None) -> None:
+    params = {name: param.value for name, param in dag_module.dag.params.items()} | changes
+    problems = dag_module.parameter_problems(params)
+    assert (problem in " ".join(problems)) if problem else problems == []

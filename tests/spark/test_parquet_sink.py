@@ -128,3 +128,45 @@ def test_records_stream_to_disk_in_row_groups(tmp_path: Path, monkeypatch: pytes
     (final,) = list(tmp_path.rglob("part-*.parquet"))
     assert pq.ParquetFile(final).num_row_groups == 2
     assert not list(tmp_path.rglob(".tmp-*"))
+
+
+def _at(us: int, i: int) -> Record:
+    return Record(ActionType.PUT_ROW, (("id", i),), (Column("v", i, 1),), SequenceInfo(0, us, 0))
+
+
+def test_partitioned_by_commit_hour(tmp_path: Path) -> None:
+    """A round that spans 12:59 → 13:01 (and base data) lands in one file per partition; each partition holds
+    exactly the changes committed in its hour."""
+    from datetime import UTC, datetime
+
+    h12 = int(datetime(2026, 11, 23, 12, 59, tzinfo=UTC).timestamp() * 1e6)
+    h13 = int(datetime(2026, 11, 23, 13, 1, tzinfo=UTC).timestamp() * 1e6)
+    sink = ParquetSink(str(tmp_path), partition_by="hour")
+    sink.check()
+    base = Record(ActionType.PUT_ROW, (("id", 0),), (Column("v", 0, 1),))
+    records = [base, _at(h12, 1), _at(h12 + 5, 2), _at(h13, 3)]
+    assert _round(sink, "ch", "A", "B", 1, records) == 4
+    sink.publish("ch", "A", "B", 1)
+    assert _published(tmp_path) == sorted(
+        f"interval={p}/channel=ch/part-{parquet_sink.chunk_id('A')}.parquet" for p in ("base", "20261123T12", "20261123T13"))
+    assert [r.primary_key for r in arrow_to_records(read_change_log(str(tmp_path / "interval=20261123T12")))] == \
+        [(("id", 1),), (("id", 2),)]
+    assert parquet_sink.interval_partitions(datetime(2026, 11, 23, 12, tzinfo=UTC),
+                                            datetime(2026, 11, 23, 14, tzinfo=UTC), "hour") == ["20261123T12", "20261123T13"]
+    # positions in the round are kept across partitions
+    assert sorted(read_change_log(str(tmp_path)).column("record_index").to_pylist()) == [0, 1, 2, 3]
+
+
+def test_partitioned_recovery_publishes_every_part(tmp_path: Path) -> None:
+    h = int(datetime_at(2026, 11, 23, 12) * 1e6)
+    sink = ParquetSink(str(tmp_path), partition_by="hour")
+    _round(sink, "ch", "A", "B", 4, [_at(h, 1), _at(h + 3_600_000_000, 2)])
+    sink.recover("ch", "B", 4)  # the checkpoint landed, the run died before publishing
+    assert read_change_log(str(tmp_path)).num_rows == 2
+    assert len(_published(tmp_path)) == 2
+
+
+def datetime_at(*args: int) -> float:
+    from datetime import UTC, datetime
+
+    return datetime(*args, tzinfo=UTC).timestamp()  # type: ignore[arg-type,misc]
