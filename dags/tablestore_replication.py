@@ -1,8 +1,9 @@
 """Replicate a Tablestore table through its tunnel with Spark: base data once, then every hour's changes.
 
-Copy this DAG and adjust the defaults (or set them per run in the trigger form). The schedule is hourly with
-data intervals (``CronDataIntervalTimetable``): the run of [H-1, H) starts at H and replicates through H. Each
-run:
+Copy this DAG and adjust the defaults (or set them per run in the trigger form). The schedule is hourly; each
+run covers the hour before it (``CronTriggerTimetable`` with ``interval=1h``): the run at H is the interval
+[H-1h, H) and replicates through H. A manual run with a logical date T covers [T-1h, T) (through T, i.e. "now"
+from the trigger dialog); a run without a logical date replicates through its ``run_after``. Each run:
 
 1. ``choose_sink`` — checks the parameters together (the form checks them one by one) and picks the branch:
    a Tablestore sink needs the destination table; a Parquet sink does not.
@@ -54,7 +55,7 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Asset, AssetAlias, Param, task
-from airflow.timetables.interval import CronDataIntervalTimetable
+from airflow.timetables.trigger import CronTriggerTimetable
 
 from airflow_tablestore.operators.table import TablestoreCreateTableOperator
 from airflow_tablestore.operators.tunnel import TablestoreCreateTunnelOperator
@@ -200,7 +201,7 @@ def _consumer_args(phase: str) -> list[str]:
 with DAG(
     dag_id="tablestore_replication",
     description="Tablestore → Tablestore/Parquet replication through a tunnel, with Spark",
-    schedule=CronDataIntervalTimetable("0 * * * *", timezone="UTC"),
+    schedule=CronTriggerTimetable("0 * * * *", timezone="UTC", interval=timedelta(hours=1)),
     start_date=START_DATE,
     catchup=CATCHUP,
     max_active_runs=1,
@@ -273,6 +274,7 @@ with DAG(
         from airflow_tablestore.client.progress import consumed_through, full_phase_done
         from airflow_tablestore.client.tunnel import to_ns
         from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
+        from airflow_tablestore.spark.parquet_sink import aligned
 
         assert params is not None
         from airflow_tablestore.hooks.failures import fail_fast
@@ -291,6 +293,10 @@ with DAG(
             return "incremental_phase"
         start, end = context.get("data_interval_start"), context.get("data_interval_end")
         rerun = context["ti"].try_number > 1 or context["dag_run"].run_type == "backfill"
+        if rerun and start and end and not aligned(start, end, PARTITION_BY):
+            log.info("rerun of [%s, %s): not on %s boundaries, so no change-log partition is rebuilt (only "
+                     "scheduled and backfill intervals are)", start.isoformat(), end.isoformat(), PARTITION_BY)
+            return "wait_consume_point"
         if not (rerun and start and end):
             log.info("nothing to read: the tunnel is consumed through the cutoff (%s)", progress.message)
             return "wait_consume_point"

@@ -101,13 +101,26 @@ def partition_of(sequence_timestamp_us: int | None, partition_by: str) -> str:
     return moment.strftime("%Y%m%dT%H" if partition_by == "hour" else "%Y%m%d")
 
 
+def _step(partition_by: str) -> timedelta:
+    return timedelta(hours=1) if partition_by == "hour" else timedelta(days=1)
+
+
+def _floor(moment: datetime, partition_by: str) -> datetime:
+    moment = moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    return moment if partition_by == "hour" else moment.replace(hour=0)
+
+
+def aligned(start: datetime, end: datetime, partition_by: str) -> bool:
+    """Whether [start, end) is made of whole partitions."""
+    return _floor(start, partition_by) == start.astimezone(UTC) and _floor(end, partition_by) == end.astimezone(UTC)
+
+
 def interval_partitions(start: datetime, end: datetime, partition_by: str) -> list[str]:
-    """The partitions that make up the interval [start, end) (it must be aligned to the partitioning)."""
-    step = timedelta(hours=1) if partition_by == "hour" else timedelta(days=1)
-    out, moment = [], start.astimezone(UTC)
+    """The partitions overlapping the interval [start, end)."""
+    out, moment = [], _floor(start, partition_by)
     while moment < end:
         out.append(partition_of(int(moment.timestamp() * 1e6), partition_by))
-        moment += step
+        moment += _step(partition_by)
     return out
 
 

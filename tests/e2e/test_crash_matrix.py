@@ -154,10 +154,12 @@ def _kill_later(proc: subprocess.Popen[str], delay_s: float) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def kill_phase(world: World, phase: str, rng: random.Random, args: Callable[[], list[str]]) -> None:
+def kill_phase(world: World, phase: str, rng: random.Random, args: Callable[[], list[str]],
+               before: Callable[[], None] = lambda: None) -> None:
     """Killed runs until KILLS_PER_PHASE kills were reached (a run can end before its kill point)."""
     reached = 0
-    for kill in kill_plan(phase, world.sink_type, rng, 2 * KILLS_PER_PHASE):
+    for kill in kill_plan(phase, world.sink_type, rng, 4 * KILLS_PER_PHASE):
+        before()
         run_killed(world, args(), kill)
         reached += kill.reached != COMPLETED
         if reached == KILLS_PER_PHASE:
@@ -189,13 +191,15 @@ class SourceWriter:
         self.gone: set[int] = set()
         self._offset = 0
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def burst(self, n: int = 60) -> None:
-        self._offset += 1
-        writes = demo.change_writes(self.table, ROWS, n, offset=self._offset, gone=self.gone)
-        demo.apply_writes(self.client, writes)
-        self.writes.extend(writes)
+        with self._lock:  # the background thread and the test both write
+            self._offset += 1
+            writes = demo.change_writes(self.table, ROWS, n, offset=self._offset, gone=self.gone)
+            demo.apply_writes(self.client, writes)
+            self.writes.extend(writes)
 
     def _loop(self) -> None:
         while not self._stop.wait(0.7):
@@ -290,7 +294,8 @@ def test_crash_matrix(emulators: tuple[EmulatorProcess, EmulatorProcess], tmp_pa
     writer = SourceWriter(client, "orders")
     writer.burst()
     with writer:  # source writes continue during the killed incremental runs
-        kill_phase(world, "incremental", rng, lambda: ["--phase", "incremental", "--cutoff", emulator_now(source)])
+        kill_phase(world, "incremental", rng, lambda: ["--phase", "incremental", "--cutoff", emulator_now(source)],
+                   before=lambda: writer.burst(150))  # enough changes that a run reaches its kill point
     restarts = 0
     for attempt in range(2 * EMULATOR_RESTARTS):  # writes between these runs (a write cut by a restart has no record)
         if restarts == EMULATOR_RESTARTS:

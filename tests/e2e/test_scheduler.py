@@ -1,0 +1,256 @@
+"""The replication DAG under a real Airflow (issue 12, item 8): api-server, scheduler, dag-processor and
+triggerer as separate processes with the LocalExecutor, driven through the public REST API as the UI does.
+
+The emulator's clock starts four hours back so that the source's history spans past hourly intervals: base rows
+are loaded in the first, changes are written in each of the next three, then the clock catches up with real
+time. The test then
+
+1. unpauses the DAG (catchup off: the scheduler starts the latest interval's run, which does the full phase),
+2. triggers a run with parameters and without a logical date (Parquet change log, replicated through
+   ``run_after``), and one with a logical date,
+3. runs ``airflow backfill create`` over three past intervals with its defaults (10 active runs): each is a rerun
+   of an interval the tunnel already passed, so each rebuilds its partition through a bounded Stream tunnel,
+4. clears one of those intervals (after planting a stray file in its partition) and lets it rebuild again,
+5. runs a small DAG whose deferrable consume-point sensor waits in the triggerer for a cutoff a running
+   replication passes,
+
+and checks: every run succeeded with no task retried, the Spark tasks of different runs never overlapped, each
+past interval's partition holds exactly the changes committed in it, the cleared interval was rebuilt (the
+stray file is gone), and the sensor resumed through the triggerer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from replication_helpers import stream_changes, write_key
+
+from airflow_tablestore.client.model import RowWrite
+from airflow_tablestore.client.table import TableClient
+from airflow_tablestore.emulator.testing import EmulatorProcess
+from airflow_tablestore.spark.changes import arrow_to_records
+from airflow_tablestore.spark.sinks import read_change_log
+from demo import replication as demo
+
+from .conftest import FAST_JVM
+
+pytestmark = pytest.mark.slow
+DAG_ID = "tablestore_replication"
+ROWS = 300
+REPO = Path(__file__).resolve().parents[2]
+SENSOR_DAG = textwrap.dedent('''
+    from datetime import timedelta
+    from airflow.sdk import DAG
+    from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor
+
+    with DAG("wait_for_replication", schedule=None, catchup=False, params={"table": "", "tunnel": ""}):
+        TablestoreTunnelConsumePointSensor(
+            task_id="wait", table_name="{{ params.table }}", tunnel_name="{{ params.tunnel }}",
+            cutoff="{{ (dag_run.run_after + macros.timedelta(seconds=25)).isoformat() }}",
+            poke_interval=2, timeout=600, deferrable=True)
+''')
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Airflow:
+    """Airflow's components as processes, and the REST API they serve."""
+
+    def __init__(self, env: dict[str, str], home: Path, port: int) -> None:
+        self.env, self.home, self.port = env, home, port
+        self.base = f"http://127.0.0.1:{port}/api/v2"
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        self.cli("db", "migrate", timeout=300)
+        for component in (["api-server", "--port", str(self.port), "--host", "127.0.0.1"], ["scheduler"],
+                          ["dag-processor"], ["triggerer"]):
+            log = (self.home / f"{component[0]}.log").open("wb")
+            self.procs.append(subprocess.Popen([sys.executable, "-m", "airflow", *component], env=self.env,
+                                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        self.wait(lambda: self.get(f"/dags/{DAG_ID}").get("dag_id") == DAG_ID, 240, "the DAG to be parsed")
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 15)
+        for proc in self.procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+
+    def cli(self, *args: str, timeout: float = 120) -> str:
+        done = subprocess.run([sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True,
+                              text=True, timeout=timeout)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done.stdout
+
+    def get(self, path: str, **params: Any) -> Any:
+        try:
+            response = requests.get(self.base + path, params=params, timeout=30)
+        except requests.ConnectionError:
+            return {}
+        return response.json() if response.ok else {}
+
+    def call(self, method: str, path: str, body: dict[str, Any]) -> Any:
+        response = requests.request(method, self.base + path, json=body, timeout=30)
+        assert response.ok, f"{method} {path}: {response.status_code} {response.text[:2000]}"
+        return response.json()
+
+    def wait(self, condition: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return
+            time.sleep(2)
+        logs = "".join((self.home / f"{name}.log").read_text(errors="replace")[-3000:]
+                       for name in ("scheduler", "dag-processor"))
+        raise AssertionError(f"timed out waiting for {what}\n{logs}")
+
+    def runs(self, dag_id: str = DAG_ID) -> list[dict[str, Any]]:
+        return list(self.get(f"/dags/{dag_id}/dagRuns", limit=100).get("dag_runs", []))
+
+    def wait_runs_done(self, dag_id: str = DAG_ID, timeout: float = 900) -> list[dict[str, Any]]:
+        def done() -> bool:
+            runs = self.runs(dag_id)
+            return bool(runs) and all(r["state"] in ("success", "failed") for r in runs)
+
+        self.wait(done, timeout, f"the runs of {dag_id} to finish")
+        return self.runs(dag_id)
+
+    def task_instances(self, run_id: str, dag_id: str = DAG_ID) -> list[dict[str, Any]]:
+        return list(self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances", limit=100)
+                    .get("task_instances", []))
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Iterator[tuple[EmulatorProcess, dict[str, list[RowWrite]], datetime]]:
+    """An emulator whose source table has base rows in hour H-4 and changes in H-3, H-2 and H-1 (by commit
+    time), its clock then brought to real time. Yields the emulator, the writes per partition and H."""
+    now = datetime.now(UTC)
+    hour = now.replace(minute=0, second=0, microsecond=0)
+    start = hour - timedelta(hours=4) + timedelta(minutes=5)
+    with EmulatorProcess(data_dir=tmp_path / "emulator", extra_args=[
+            "--clock-start", start.isoformat(), "--stream-partitions", "2", "--base-channel-rows", "200"]) as emu:
+        client = TableClient(**emu.client_kwargs)
+        control = emu.control
+        demo.create_source_table(client, "orders")
+        demo.load_rows(client, "orders", ROWS)
+        writes: dict[str, list[RowWrite]] = {}
+        gone: set[int] = set()
+        for back in (3, 2, 1):
+            control.set_time((hour - timedelta(hours=back) + timedelta(minutes=10)).timestamp())
+            batch = demo.change_writes("orders", ROWS, 40, offset=back, gone=gone)
+            demo.apply_writes(client, batch)
+            writes[(hour - timedelta(hours=back)).strftime("%Y%m%dT%H")] = batch
+        control.set_time(datetime.now(UTC).timestamp())
+        yield emu, writes, hour
+
+
+def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, list[RowWrite]], datetime],
+                                    tmp_path: Path) -> None:
+    emulator, writes, hour = history
+    client = TableClient(**emulator.client_kwargs)
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    (dags / "tablestore_replication.py").symlink_to(REPO / "dags" / "tablestore_replication.py")
+    (dags / "wait_for_replication.py").write_text(SENSOR_DAG)
+    home = tmp_path / "airflow"
+    port = free_port()
+    env = demo.airflow_env(home, emulator, spark_master="local[2]")
+    env.update({
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": "4",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__API_AUTH__JWT_SECRET": "scheduler-e2e-test-secret",
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "AIRFLOW__SCHEDULER__MIN_FILE_PROCESS_INTERVAL": "5",
+        "_JAVA_OPTIONS": FAST_JVM,
+    })
+    airflow = Airflow(env, home, port)
+    path = str(tmp_path / "changelog")
+    params = {"source_table": "orders", "tunnel_name": "replication", "sink_type": "parquet",
+              "parquet_path": path, "records_per_channel": 500, "heartbeat_interval": 1}
+    airflow.start()
+    try:
+        # 1. unpause (catchup off: no past runs are created) and trigger a run with parameters and without a
+        #    logical date: the full phase, then the stream through run_after
+        airflow.call("PATCH", f"/dags/{DAG_ID}", {"is_paused": False})
+        airflow.call("POST", f"/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": params})
+        airflow.wait_runs_done()
+        # 2. a run with a logical date (the trigger dialog's default: now)
+        airflow.call("POST", f"/dags/{DAG_ID}/dagRuns", {"logical_date": datetime.now(UTC).isoformat(),
+                                                          "conf": params})
+        airflow.wait_runs_done()
+        # 3. backfill the three past intervals with changes, with the CLI's defaults (10 active runs): logical
+        #    dates H-2, H-1 and H cover [H-3, H-2), [H-2, H-1) and [H-1, H)
+        airflow.cli("backfill", "create", "--dag-id", DAG_ID, "--from-date", (hour - timedelta(hours=2)).isoformat(),
+                    "--to-date", hour.isoformat(), "--dag-run-conf", json.dumps(params), timeout=120)
+        runs = airflow.wait_runs_done()
+        backfills = sorted((r for r in runs if r["run_type"] == "backfill"), key=lambda r: r["logical_date"])
+        assert len(backfills) == 3, runs
+        # 4. clear one past interval after planting a stray file in its partition
+        cleared = backfills[1]
+        stray = Path(path) / f"interval={(hour - timedelta(hours=2)).strftime('%Y%m%dT%H')}" / "stray.parquet"
+        stray.write_bytes(Path(next(Path(path).glob("interval=*/channel=*/part-*.parquet"))).read_bytes())
+        airflow.call("POST", f"/dags/{DAG_ID}/clearTaskInstances",
+                     {"dag_run_id": cleared["dag_run_id"], "dry_run": False, "only_failed": False,
+                      "reset_dag_runs": True})
+        runs = airflow.wait_runs_done()
+        # 5. a deferrable sensor in another DAG waits in the triggerer for a cutoff 25 s ahead, which a
+        #    replication run with a later cutoff passes
+        airflow.call("PATCH", "/dags/wait_for_replication", {"is_paused": False})
+        airflow.call("POST", "/dags/wait_for_replication/dagRuns",
+                     {"logical_date": None, "conf": {"table": "orders", "tunnel": "replication"}})
+        airflow.wait(lambda: any(ti["state"] == "deferred" for r in airflow.runs("wait_for_replication")
+                                 for ti in airflow.task_instances(r["dag_run_id"], "wait_for_replication")),
+                     120, "the sensor to defer")
+        time.sleep(30)
+        airflow.call("POST", f"/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": params})
+        sensor_runs = airflow.wait_runs_done("wait_for_replication")
+        runs = airflow.wait_runs_done()
+        tis = [ti for r in runs for ti in airflow.task_instances(r["dag_run_id"])]
+    finally:
+        airflow.stop()
+
+    assert len(runs) >= 6 and all(r["state"] == "success" for r in runs), runs
+    # deferred (seen above), then resumed by the triggerer's event: success without a retry
+    assert sensor_runs[0]["state"] == "success", sensor_runs
+    retried = [(ti["dag_run_id"], ti["task_id"], ti["try_number"]) for ti in tis
+               if ti["try_number"] > 1 and ti["dag_run_id"] != cleared["dag_run_id"]]
+    assert retried == []
+    assert_no_overlap(tis)
+    for partition, batch in writes.items():  # exact partitions, the cleared one rebuilt again
+        got = stream_changes(arrow_to_records(read_change_log(f"{path}/interval={partition}")))
+        assert got == Counter(write_key(w) for w in batch), partition
+    assert not stray.exists()
+    assert demo.snapshot(client, "orders")  # the source is still there (the emulator outlived the runs)
+
+
+def assert_no_overlap(tis: list[dict[str, Any]]) -> None:
+    """The Spark tasks of the main tunnel (full and incremental phase) never ran at the same time."""
+    spans = sorted((ti["start_date"], ti["end_date"], ti["dag_run_id"], ti["task_id"]) for ti in tis
+                   if ti["task_id"] in ("full_phase", "incremental_phase") and ti["start_date"] and ti["end_date"])
+    for (_, end, run, task), (start, _, next_run, next_task) in zip(spans, spans[1:], strict=False):
+        assert end <= start, f"{run}/{task} overlapped {next_run}/{next_task}"
