@@ -173,6 +173,40 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:
     return problems
 
 
+def plan_branches(*, full_done: bool, progress: Any, sink_type: str, start: datetime | None, end: datetime | None,
+                  try_number: int, run_type: str, stream_start_ns: int) -> tuple[list[str], str]:
+    """The ``plan`` task's decision: the branches to follow and why.
+
+    The full phase while base data is left, else the incremental phase until the tunnel is consumed through the
+    cutoff. With the Parquet sink, an hourly interval is rebuilt from a bounded tunnel (after the phases) when
+    the run is a rerun of an interval already consumed (a cleared or retried task, a backfill) or when the
+    interval began before the main tunnel's stream (its earlier changes reached the sink as base data). With the
+    Tablestore sink a rerun of a consumed interval is a no-op: the replica already holds later state.
+    """
+    from airflow_tablestore.client.tunnel import to_ns
+    from airflow_tablestore.spark.parquet_sink import aligned
+
+    branches = [] if full_done and progress.done else ["full_phase" if not full_done else "incremental_phase"]
+    rerun = try_number > 1 or run_type == "backfill"
+    before_tunnel = bool(start and stream_start_ns and to_ns(start) < stream_start_ns)
+    reason = progress.message
+    redo = start is not None and end is not None and (before_tunnel or (rerun and progress.done))
+    if not redo or start is None or end is None:
+        pass  # the phases (or nothing) do this run's work
+    elif sink_type == "tablestore":
+        reason = (f"{'rerun of ' if rerun else ''}the past interval [{start.isoformat()}, {end.isoformat()}): nothing "
+                  f"to redo for the Tablestore sink, whose replica already holds later state ({progress.message})")
+    elif not aligned(start, end, PARTITION_BY):
+        reason = (f"the interval [{start.isoformat()}, {end.isoformat()}) is not on {PARTITION_BY} boundaries, so "
+                  "no change-log partition is rebuilt (only scheduled and backfill intervals are)")
+    else:
+        why = "it began before the main tunnel's stream" if before_tunnel else "a rerun of a consumed interval"
+        reason = (f"[{start.isoformat()}, {end.isoformat()}): {why}: its change-log partitions are rebuilt from a "
+                  "bounded Stream tunnel (the main tunnel's progress is not touched)")
+        branches.append("rebuild_prepare")
+    return branches or ["wait_consume_point"], reason
+
+
 def _read_summary(path: str) -> dict[str, Any] | None:
     try:
         with open(path, encoding="utf-8") as summary:
@@ -269,15 +303,14 @@ with DAG(
     )
 
     @task.branch
-    def plan(params: dict[str, Any] | None = None, **context: Any) -> str:
-        """Full phase while base data is left; skip Spark when the consume point already passed the cutoff."""
+    def plan(params: dict[str, Any] | None = None, **context: Any) -> list[str]:
+        """Read the tunnel and pick the branches (see :func:`plan_branches`)."""
         from airflow_tablestore.client.progress import consumed_through, full_phase_done
         from airflow_tablestore.client.tunnel import to_ns
+        from airflow_tablestore.hooks.failures import fail_fast
         from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
-        from airflow_tablestore.spark.parquet_sink import aligned
 
         assert params is not None
-        from airflow_tablestore.hooks.failures import fail_fast
 
         cutoff = context.get("data_interval_end") or context["dag_run"].run_after
         hook = TablestoreTunnelHook(params["tablestore_conn_id"])
@@ -286,29 +319,16 @@ with DAG(
                 desc = hook.conn.describe_tunnel(params["source_table"], params["tunnel_name"])
         finally:
             hook.close()
-        if not full_phase_done(desc):
-            return "full_phase"
-        progress = consumed_through(desc, to_ns(cutoff))
-        if not progress.done:
-            return "incremental_phase"
         start, end = context.get("data_interval_start"), context.get("data_interval_end")
-        rerun = context["ti"].try_number > 1 or context["dag_run"].run_type == "backfill"
-        if rerun and start and end and not aligned(start, end, PARTITION_BY):
-            log.info("rerun of [%s, %s): not on %s boundaries, so no change-log partition is rebuilt (only "
-                     "scheduled and backfill intervals are)", start.isoformat(), end.isoformat(), PARTITION_BY)
-            return "wait_consume_point"
-        if not (rerun and start and end):
-            log.info("nothing to read: the tunnel is consumed through the cutoff (%s)", progress.message)
-            return "wait_consume_point"
-        if params["sink_type"] == "tablestore":
-            log.info("rerun of the past interval [%s, %s): a no-op for the Tablestore sink, whose replica already "
-                     "holds later state (%s)", start.isoformat(), end.isoformat(), progress.message)
-            return "wait_consume_point"
-        log.info("rerun of the past interval [%s, %s): rebuilding its change-log partitions from the stream "
-                 "(the main tunnel's progress is not touched)", start.isoformat(), end.isoformat())
-        return "rebuild_prepare"
+        branches, reason = plan_branches(
+            full_done=full_phase_done(desc), progress=consumed_through(desc, to_ns(cutoff)),
+            sink_type=params["sink_type"], start=start, end=end, try_number=context["ti"].try_number,
+            run_type=str(context["dag_run"].run_type),
+            stream_start_ns=desc.tunnel.stream_start_ns or desc.tunnel.create_time_ns)
+        log.info("%s -> %s", reason, ", ".join(branches))
+        return branches
 
-    @task
+    @task(trigger_rule="none_failed_min_one_success")
     def rebuild_prepare(params: dict[str, Any] | None = None, **context: Any) -> dict[str, str]:
         """Create a Stream tunnel bounded to [start, end) for the rerun, after checking the interval is still
         in the table's stream retention (otherwise fail at once, leaving the partition as it was)."""
@@ -451,5 +471,6 @@ with DAG(
     planned = plan()
     rebuild = rebuild_prepare()
     create_tunnel >> planned >> [full_phase, incremental_phase, wait_consume_point, rebuild]
+    incremental_phase >> rebuild  # a rebuild swaps partitions only after the main tunnel wrote into them
     rebuild >> rebuild_interval >> rebuild_swap() >> wait_consume_point
     full_phase >> incremental_phase >> wait_consume_point >> announce()

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -99,7 +100,7 @@ def test_task_graph(dag_module: ModuleType) -> None:
     assert down["create_tunnel"] == {"plan"}
     assert down["plan"] == {"full_phase", "incremental_phase", "wait_consume_point", "rebuild_prepare"}
     assert down["full_phase"] == {"incremental_phase"}
-    assert down["incremental_phase"] == {"wait_consume_point"}
+    assert down["incremental_phase"] == {"wait_consume_point", "rebuild_prepare"}
     # a rerun of a past interval rebuilds its change-log partitions through a bounded tunnel of its own
     assert down["rebuild_prepare"] == {"rebuild_interval"}
     assert down["rebuild_interval"] == {"rebuild_swap"}
@@ -190,3 +191,35 @@ def test_parameter_combinations(dag_module: ModuleType, changes: dict[str, Any],
     params = {name: param.value for name, param in dag_module.dag.params.items()} | changes
     problems = dag_module.parameter_problems(params)
     assert (problem in " ".join(problems)) if problem else problems == []
+
+
+H = datetime(2026, 11, 23, 13, tzinfo=UTC)
+TUNNEL_BEFORE = int((H - timedelta(hours=5)).timestamp() * 1e9)  # the main tunnel's stream began long before H
+TUNNEL_AFTER = int((H - timedelta(minutes=30)).timestamp() * 1e9)  # ... or inside [H-1h, H)
+
+
+@pytest.mark.parametrize(("case", "expected"), [
+    (dict(full_done=False), ["full_phase"]),
+    (dict(consumed=False), ["incremental_phase"]),
+    (dict(), ["wait_consume_point"]),                                   # a first run, already consumed
+    (dict(try_number=2), ["rebuild_prepare"]),                           # cleared: rebuild
+    (dict(run_type="backfill"), ["rebuild_prepare"]),
+    (dict(try_number=2, consumed=False), ["incremental_phase"]),         # not consumed yet: the phase does it
+    (dict(stream_start_ns=TUNNEL_AFTER, consumed=False), ["incremental_phase", "rebuild_prepare"]),
+    (dict(stream_start_ns=TUNNEL_AFTER, full_done=False), ["full_phase", "rebuild_prepare"]),
+    (dict(try_number=2, sink_type="tablestore"), ["wait_consume_point"]),  # a logged no-op
+    (dict(try_number=2, start=H - timedelta(minutes=50)), ["wait_consume_point"]),  # not whole hours
+    (dict(try_number=2, start=None, end=None), ["wait_consume_point"]),  # no logical date: no interval
+])
+def test_plan_branches(dag_module: ModuleType, case: dict[str, Any], expected: list[str]) -> None:
+    class Progress:
+        done = case.pop("consumed", True)
+        message = "consume point ..."
+
+    args: dict[str, Any] = dict(full_done=True, progress=Progress(), sink_type="parquet", start=H - timedelta(hours=1),
+                                end=H, try_number=1, run_type="scheduled", stream_start_ns=TUNNEL_BEFORE)
+    args.update(case)
+    branches, reason = dag_module.plan_branches(**args)
+    assert branches == expected
+    if args["sink_type"] == "tablestore" and args["try_number"] > 1:
+        assert "nothing to redo for the Tablestore sink" in reason

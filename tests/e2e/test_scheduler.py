@@ -5,11 +5,12 @@ The emulator's clock starts four hours back so that the source's history spans p
 are loaded in the first, changes are written in each of the next three, then the clock catches up with real
 time. The test then
 
-1. unpauses the DAG (catchup off: the scheduler starts the latest interval's run, which does the full phase),
-2. triggers a run with parameters and without a logical date (Parquet change log, replicated through
-   ``run_after``), and one with a logical date,
+1. unpauses the DAG (catchup off: the scheduler creates only the latest interval's run) and triggers a run with
+   parameters and without a logical date (Parquet change log, full phase, replicated through ``run_after``),
+2. triggers a run with a logical date,
 3. runs ``airflow backfill create`` over three past intervals with its defaults (10 active runs): each is a rerun
-   of an interval the tunnel already passed, so each rebuilds its partition through a bounded Stream tunnel,
+   of an interval the tunnel already passed, so each rebuilds its partition through a bounded Stream tunnel
+   (as does the scheduled run, whose interval began before the tunnel),
 4. clears one of those intervals (after planting a stray file in its partition) and lets it rebuild again,
 5. runs a small DAG whose deferrable consume-point sensor waits in the triggerer for a cutoff a running
    replication passes,
@@ -153,8 +154,9 @@ def history(tmp_path: Path) -> Iterator[tuple[EmulatorProcess, dict[str, list[Ro
         client = TableClient(**emu.client_kwargs)
         control = emu.control
         demo.create_source_table(client, "orders")
-        demo.load_rows(client, "orders", ROWS)
-        writes: dict[str, list[RowWrite]] = {}
+        base = list(demo.initial_writes("orders", ROWS))
+        demo.apply_writes(client, base)  # with the stream on: these are the changes of hour H-4 too
+        writes: dict[str, list[RowWrite]] = {(hour - timedelta(hours=4)).strftime("%Y%m%dT%H"): base}
         gone: set[int] = set()
         for back in (3, 2, 1):
             control.set_time((hour - timedelta(hours=back) + timedelta(minutes=10)).timestamp())
@@ -179,6 +181,8 @@ def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, li
     env.update({
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        # four processes and the CLI share one SQLite file: wait for its lock instead of failing at once
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db?timeout=60",
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
@@ -203,16 +207,18 @@ def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, li
         airflow.call("POST", f"/dags/{DAG_ID}/dagRuns", {"logical_date": datetime.now(UTC).isoformat(),
                                                           "conf": params})
         airflow.wait_runs_done()
-        # 3. backfill the three past intervals with changes, with the CLI's defaults (10 active runs): logical
-        #    dates H-2, H-1 and H cover [H-3, H-2), [H-2, H-1) and [H-1, H)
-        airflow.cli("backfill", "create", "--dag-id", DAG_ID, "--from-date", (hour - timedelta(hours=2)).isoformat(),
-                    "--to-date", hour.isoformat(), "--dag-run-conf", json.dumps(params), timeout=120)
+        # 3. backfill three past intervals with the CLI's defaults (10 active runs): the cron points H-3, H-2 and
+        #    H-1 are the runs of [H-4, H-3), [H-3, H-2) and [H-2, H-1). (Unpausing made the scheduler create the
+        #    run of the latest interval, [H-1, H), which began before the tunnel: it rebuilds its partition too.)
+        airflow.cli("backfill", "create", "--dag-id", DAG_ID, "--from-date", (hour - timedelta(hours=3)).isoformat(),
+                    "--to-date", (hour - timedelta(hours=1)).isoformat(), "--dag-run-conf", json.dumps(params),
+                    timeout=120)
         runs = airflow.wait_runs_done()
         backfills = sorted((r for r in runs if r["run_type"] == "backfill"), key=lambda r: r["logical_date"])
-        assert len(backfills) == 3, runs
+        assert len(backfills) == 3, [(r["dag_run_id"], r["run_type"], r["logical_date"], r["state"]) for r in runs]
         # 4. clear one past interval after planting a stray file in its partition
         cleared = backfills[1]
-        stray = Path(path) / f"interval={(hour - timedelta(hours=2)).strftime('%Y%m%dT%H')}" / "stray.parquet"
+        stray = Path(path) / f"interval={(hour - timedelta(hours=3)).strftime('%Y%m%dT%H')}" / "stray.parquet"
         stray.write_bytes(Path(next(Path(path).glob("interval=*/channel=*/part-*.parquet"))).read_bytes())
         airflow.call("POST", f"/dags/{DAG_ID}/clearTaskInstances",
                      {"dag_run_id": cleared["dag_run_id"], "dry_run": False, "only_failed": False,
