@@ -26,6 +26,8 @@ SECTIONS = [
     ("tunnel_worker", "TunnelWorker"),
     ("stream_worker", "StreamWorker"),
     ("spark", "Spark consumer"),
+    ("spark-fencing", "Spark consumer before/after fencing"),
+    ("memory", "Spark consumer memory"),
     ("airflow-sensor", "Airflow sensor and trigger"),
 ]
 

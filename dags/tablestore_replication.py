@@ -326,19 +326,26 @@ with DAG(
             run_type=str(context["dag_run"].run_type),
             stream_start_ns=desc.tunnel.stream_start_ns or desc.tunnel.create_time_ns)
         log.info("%s -> %s", reason, ", ".join(branches))
+        context["ti"].xcom_push(key="branches", value=branches)  # rebuild_prepare reads it (see there)
         return branches
 
     @task(trigger_rule="none_failed_min_one_success")
     def rebuild_prepare(params: dict[str, Any] | None = None, **context: Any) -> dict[str, str]:
         """Create a Stream tunnel bounded to [start, end) for the rerun, after checking the interval is still
-        in the table's stream retention (otherwise fail at once, leaving the partition as it was)."""
-        from airflow.sdk.exceptions import AirflowFailException
+        in the table's stream retention (otherwise fail at once, leaving the partition as it was).
+
+        Downstream of ``incremental_phase`` too (a rebuild swaps partitions only after the main tunnel wrote into
+        them), so Airflow's branching does not skip it when only that phase was chosen: it skips itself unless
+        ``plan`` chose it."""
+        from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
         from airflow_tablestore.hooks.failures import fail_fast
         from airflow_tablestore.hooks.table import TablestoreHook
         from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 
         assert params is not None
+        if "rebuild_prepare" not in (context["ti"].xcom_pull(task_ids="plan", key="branches") or []):
+            raise AirflowSkipException("plan did not choose a rebuild for this run")
         start, end = context["data_interval_start"], context["data_interval_end"]
         tables = TablestoreHook(params["tablestore_conn_id"])
         tunnels = TablestoreTunnelHook(params["tablestore_conn_id"])

@@ -367,6 +367,10 @@ def replace_partitions(path: str, rebuilt: str, start: datetime, end: datetime, 
         if had_old:
             filesystem.delete_dir(aside)
     filesystem.delete_dir(rebuilt_base)
+    for leftover in (f"{base}/_replaced", f"{base}/_rebuild"):  # remove the (now empty) work directories
+        with contextlib.suppress(OSError):
+            if not filesystem.get_file_info(pafs.FileSelector(leftover, allow_not_found=True)):
+                filesystem.delete_dir(leftover)
     return partitions
 
 

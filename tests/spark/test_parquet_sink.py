@@ -170,3 +170,29 @@ def datetime_at(*args: int) -> float:
     from datetime import UTC, datetime
 
     return datetime(*args, tzinfo=UTC).timestamp()  # type: ignore[arg-type,misc]
+
+
+def test_replace_partitions_swaps_whole_partitions(tmp_path: Path) -> None:
+    """A rebuilt interval replaces its partitions wholesale (a stray file goes), partitions outside the interval
+    stay, an hour the rebuild found no change in becomes empty, and the work directories are removed."""
+    from datetime import UTC, datetime
+
+    log = tmp_path / "log"
+    h12 = int(datetime(2026, 11, 23, 12, 30, tzinfo=UTC).timestamp() * 1e6)
+    old = ParquetSink(str(log), partition_by="hour")
+    _round(old, "ch", "A", "B", 1, [_at(h12, 1), _at(h12 + 3_600_000_000, 2)])  # 12:30 and 13:30
+    old.publish("ch", "A", "B", 1)
+    (log / "interval=20261123T12" / "stray.parquet").write_bytes(b"not parquet")
+    rebuilt = ParquetSink(str(log / "_rebuild" / "x"), partition_by="hour")
+    _round(rebuilt, "other", "C", "D", 1, [_at(h12 + 1, 7)])
+    rebuilt.publish("other", "C", "D", 1)
+    swapped = parquet_sink.replace_partitions(str(log), str(log / "_rebuild" / "x"),
+                                              datetime(2026, 11, 23, 11, tzinfo=UTC),
+                                              datetime(2026, 11, 23, 13, tzinfo=UTC), "hour")
+    assert swapped == ["20261123T11", "20261123T12"]
+    assert [r.primary_key for r in arrow_to_records(read_change_log(str(log / "interval=20261123T12")))] == \
+        [(("id", 7),)]
+    assert not (log / "interval=20261123T12" / "stray.parquet").exists()
+    assert (log / "interval=20261123T11").is_dir() and not any((log / "interval=20261123T11").iterdir())
+    assert read_change_log(str(log / "interval=20261123T13")).num_rows == 1  # outside the interval: kept
+    assert not (log / "_rebuild").exists() and not (log / "_replaced").exists()
