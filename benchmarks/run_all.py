@@ -27,6 +27,7 @@ SECTIONS = [
     ("stream_worker", "StreamWorker"),
     ("spark", "Spark consumer"),
     ("spark-fencing", "Spark consumer before/after fencing"),
+    ("spark-fencing-sink", "Tablestore sink fence cost"),
     ("memory", "Spark consumer memory"),
     ("airflow-sensor", "Airflow sensor and trigger"),
 ]

@@ -207,6 +207,17 @@ def plan_branches(*, full_done: bool, progress: Any, sink_type: str, start: date
     return branches or ["wait_consume_point"], reason
 
 
+def outside_retention(start: datetime, end: datetime, retention_hours: int, now: datetime) -> str | None:
+    """Why [start, end) cannot be re-exported from the stream (it begins before the oldest change the table's
+    stream still holds), or None."""
+    oldest = now - timedelta(hours=retention_hours)
+    if start >= oldest:
+        return None
+    return (f"the interval [{start.isoformat()}, {end.isoformat()}) starts before the oldest change the table's "
+            f"stream still holds ({oldest.isoformat()}, retention {retention_hours} h): its changes cannot be read "
+            "again; the change log is left as it was")
+
+
 def _read_summary(path: str) -> dict[str, Any] | None:
     try:
         with open(path, encoding="utf-8") as summary:
@@ -352,13 +363,9 @@ with DAG(
         try:
             with fail_fast():
                 stream = tables.conn.describe_table(params["source_table"]).schema.stream
-                hours = stream.expiration_hours if stream else 0
-                oldest = datetime.now(UTC) - timedelta(hours=hours)
-                if start < oldest:
-                    raise AirflowFailException(
-                        f"the interval [{start.isoformat()}, {end.isoformat()}) starts before the oldest change the "
-                        f"table's stream still holds ({oldest.isoformat()}, retention {hours} h): its changes "
-                        "cannot be read again; the change log is left as it was")
+                problem = outside_retention(start, end, stream.expiration_hours if stream else 0, datetime.now(UTC))
+                if problem:
+                    raise AirflowFailException(problem)
                 name = f"{params['tunnel_name']}-rebuild-{start:%Y%m%dT%H%M%S}"
                 if any(t.tunnel_name == name for t in tunnels.conn.list_tunnels(params["source_table"])):
                     tunnels.conn.delete_tunnel(params["source_table"], name)  # left by an earlier attempt

@@ -223,3 +223,10 @@ def test_plan_branches(dag_module: ModuleType, case: dict[str, Any], expected: l
     assert branches == expected
     if args["sink_type"] == "tablestore" and args["try_number"] > 1:
         assert "nothing to redo for the Tablestore sink" in reason
+
+
+def test_rerun_outside_the_stream_retention_is_refused(dag_module: ModuleType) -> None:
+    now = datetime(2026, 11, 23, 13, 30, tzinfo=UTC)
+    assert dag_module.outside_retention(now - timedelta(hours=5), now - timedelta(hours=4), 24, now) is None
+    problem = dag_module.outside_retention(now - timedelta(hours=30), now - timedelta(hours=29), 24, now)
+    assert "retention 24 h" in problem and "left as it was" in problem

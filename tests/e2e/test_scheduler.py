@@ -238,6 +238,7 @@ def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, li
         sensor_runs = airflow.wait_runs_done("wait_for_replication")
         runs = airflow.wait_runs_done()
         tis = [ti for r in runs for ti in airflow.task_instances(r["dag_run_id"])]
+        events = airflow.get("/assets/events", limit=100, order_by="-timestamp").get("asset_events", [])
     finally:
         airflow.stop()
 
@@ -252,6 +253,10 @@ def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, li
         got = stream_changes(arrow_to_records(read_change_log(f"{path}/interval={partition}")))
         assert got == Counter(write_key(w) for w in batch), partition
     assert not stray.exists()
+    # one Asset event per successful run, for its change-log partition, with the interval and the records
+    partition_events = [e for e in events if "/interval=" in (e.get("uri") or "")]
+    assert {e["uri"].rsplit("=", 1)[1] for e in partition_events} >= set(writes), events
+    assert all({"interval_start", "interval_end", "records"} <= set(e["extra"] or {}) for e in partition_events), events
     assert demo.snapshot(client, "orders")  # the source is still there (the emulator outlived the runs)
 
 
