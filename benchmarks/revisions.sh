@@ -1,0 +1,20 @@
+# Sourced by benchmarks/compare_*_revisions.sh: run a benchmark for an old revision and the working tree,
+# alternated ROUNDS times in one run on one machine (ratios between revisions are only meaningful within a run).
+# The old revision is checked out into a temporary git worktree; PYTHONPATH selects the tree for each run, and
+# the processes a benchmark starts (emulator, Spark workers) inherit it.
+# Usage: compare_revisions OLD_REV ROUNDS bench_function   (bench_function runs in the tree, gets no arguments)
+compare_revisions() {
+  local old_rev=$1 rounds=$2 bench=$3
+  repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  python=${PYTHON:-$repo/.venv/bin/python}
+  old_tree=$(mktemp -d)
+  git -C "$repo" worktree add -q --detach "$old_tree" "$old_rev"
+  trap 'git -C "$repo" worktree remove --force "$old_tree"' EXIT
+  for round in $(seq "$rounds"); do
+    for tree in "$old_tree" "$repo"; do
+      label=$([ "$tree" = "$old_tree" ] && echo "old ($old_rev)" || echo "new (working tree)")
+      echo "== round $round: $label"
+      (cd "$tree" && export PYTHONPATH=$tree && "$bench")
+    done
+  done
+}
