@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from airflow_tablestore.client.model import MAX_TIME_DEVIATION
+from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.driver import ConsumerJob
 from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.reader import RoundPlan, run_round_locally
-from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import TablestoreSink
 from demo import replication as demo
 
@@ -41,7 +41,7 @@ def _local(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
     return run_round_locally(plan)
 
 
-def measure(emu: EmulatorProcess, tables: TableClient, tunnels: TunnelClient, settings: TablestoreSettings,
+def measure(emu: EmulatorProcess, tables: TableClient, tunnels: TunnelClient, settings: ConnectionSettings,
             label: str, fence: str, rows: int, changes: int) -> tuple[float, float]:
     src, dst = f"src_{label}", f"dst_{label}"
     demo.create_source_table(tables, src)
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with EmulatorProcess(extra_args=["--log-level", "WARNING", "--base-channel-rows", "10000"]) as emu:
         tables = TableClient(**emu.client_kwargs)
         tunnels = TunnelClient(**emu.client_kwargs)
-        settings = TablestoreSettings(emu.endpoint, emu.instance, emu.access_key_id, emu.access_key_secret)
+        settings = ConnectionSettings(emu.endpoint, emu.instance, emu.access_key_id, emu.access_key_secret)
         for round_no in range(args.rounds):
             for name, fence in (("unfenced", ""), ("fenced", "_tunnel_seq")):
                 rates = measure(emu, tables, tunnels, settings, f"{name}{round_no}", fence, args.rows, args.changes)

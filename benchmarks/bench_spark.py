@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from airflow_tablestore.client.model import ChannelStatus, Record, TunnelType
+from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
-from airflow_tablestore.client.worker import ChannelContext, TunnelWorker, TunnelWorkerConfig
+from airflow_tablestore.client.tunnel_worker import ChannelContext, TunnelWorker, TunnelWorkerConfig
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.driver import ConsumerJob, JobSummary
 from airflow_tablestore.spark.options import parse_args
-from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import ParquetSink, read_change_log
 from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows
 
@@ -123,7 +123,7 @@ def run_worker(tc: TunnelClient, tunnel_id: str, rows: int, sink: ParquetSink | 
     return elapsed
 
 
-def run_spark(spark: Any, settings: TablestoreSettings, tunnel: str, sink: Any, records_per_channel: int
+def run_spark(spark: Any, settings: ConnectionSettings, tunnel: str, sink: Any, records_per_channel: int
               ) -> JobSummary:
     options = parse_args(["--table", TABLE, "--tunnel", tunnel, "--phase", "full", "--sink", "parquet",
                           "--sink-path", "unused", "--records-per-channel", str(records_per_channel),
@@ -188,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         emulator.start()
         tables = TableClient(**emulator.client_kwargs)
         tc = TunnelClient(**emulator.client_kwargs)
-        settings = TablestoreSettings(emulator.endpoint, emulator.instance, emulator.access_key_id,
+        settings = ConnectionSettings(emulator.endpoint, emulator.instance, emulator.access_key_id,
                                       emulator.access_key_secret)
         print(f"loading {args.rows} rows ...", flush=True)
         load_s = load(tables, args.rows)

@@ -38,7 +38,7 @@ from airflow_tablestore.client.stream_worker import (
 )
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import TunnelClient
-from airflow_tablestore.client.worker import TunnelWorker, TunnelWorkerConfig
+from airflow_tablestore.client.tunnel_worker import TunnelWorker, TunnelWorkerConfig
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows, timed_count
 

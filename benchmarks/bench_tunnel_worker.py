@@ -33,7 +33,7 @@ from typing import Any
 from airflow_tablestore.client.model import ChannelStatus, TunnelType
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
-from airflow_tablestore.client.worker import TunnelWorker, TunnelWorkerConfig
+from airflow_tablestore.client.tunnel_worker import TunnelWorker, TunnelWorkerConfig
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows
 

@@ -20,7 +20,7 @@ from airflow_tablestore.client.model import (
     WriteType,
 )
 from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.worker import ChannelContext, ChannelProcessor
+from airflow_tablestore.client.tunnel_worker import ChannelContext, ChannelProcessor
 
 ROOT = Path(__file__).resolve().parent.parent
 

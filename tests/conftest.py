@@ -12,9 +12,11 @@ DAGs; connections come from ``AIRFLOW_CONN_*`` variables, so no metadata DB is n
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 
 import pytest
 
@@ -23,6 +25,15 @@ if "AIRFLOW_HOME" not in os.environ:
     os.environ["AIRFLOW_HOME"] = _home
     atexit.register(shutil.rmtree, _home, True)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+
+
+_fresh_names = itertools.count()
+
+
+@pytest.fixture
+def unique() -> Callable[[str], str]:
+    """A fresh name per call: ``unique("src")`` → ``src_<n>`` (unique across the whole session)."""
+    return lambda prefix: f"{prefix}_{next(_fresh_names)}"
 
 
 @pytest.fixture

@@ -7,19 +7,14 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
-
-import pytest
 
 from airflow_tablestore.client.model import MAX_TIME_DEVIATION, ActionType, Record, RowWrite
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import TunnelClient
 from demo import replication as demo
-
-_names = itertools.count()
 
 
 def apply_records(table_client: Any, table: str, records: Iterable[Record]) -> None:
@@ -61,12 +56,3 @@ def write_key(write: RowWrite) -> tuple[Any, ...]:
 def stream_changes(records: Iterable[Record]) -> Counter[tuple[Any, ...]]:
     """The stream (not base-data) records as a multiset of :func:`change_key`."""
     return Counter(change_key(r.action.name, r.primary_key, r.columns) for r in records if r.sequence is not None)
-
-
-# The clients are the tablestore plugin's fixtures (tablestore_client, tablestore_tunnel_client) over the
-# module-scoped ``tablestore_emulator`` each directory's conftest defines with its own tuning flags.
-
-@pytest.fixture
-def unique() -> Callable[[str], str]:
-    """A fresh name per call: ``unique("src")`` → ``src_<n>``."""
-    return lambda prefix: f"{prefix}_{next(_names)}"

@@ -8,66 +8,132 @@ Quick start::
         client.put_row("orders", [("id", 1)], {"status": "new"})
         row = client.get_row("orders", [("id", 1)])
 
-``TunnelClient`` and ``StreamClient`` are imported lazily (``from airflow_tablestore.client import TunnelClient``
-works).
+Every name here is imported lazily on first use, so importing one submodule (``client.transport``, ...) never
+runs the others: the package has no import-order dependencies.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from airflow_tablestore.client.auth import Credentials
-from airflow_tablestore.client.errors import (
-    AlreadyExistsError,
-    AuthError,
-    BatchWriteError,
-    ConditionFailedError,
-    InvalidParameterError,
-    NotFoundError,
-    PlainBufferError,
-    ServerError,
-    TablestoreClientError,
-    TablestoreError,
-    TablestoreNetworkError,
-    TablestoreServiceError,
-    ThrottledError,
-)
-from airflow_tablestore.client.model import (
-    AUTO_INCREMENT,
-    INF_MAX,
-    INF_MIN,
-    CellOp,
-    Column,
-    ColumnType,
-    Comparator,
-    CompositeColumnCondition,
-    Condition,
-    DefinedColumn,
-    Direction,
-    LogicalOperator,
-    PrimaryKeyColumn,
-    PrimaryKeyType,
-    ReservedThroughput,
-    Row,
-    RowExistence,
-    RowWrite,
-    RowWriteResult,
-    SingleColumnCondition,
-    StreamSpec,
-    TableDescription,
-    TableOptions,
-    TableSchema,
-    TimeRange,
-    WriteType,
-)
-from airflow_tablestore.client.retry import RetryPolicy
-from airflow_tablestore.client.table import RowReadResult, TableClient, UpdateTableResult
-from airflow_tablestore.client.transport import Transport
+if TYPE_CHECKING:
+    from airflow_tablestore.client.auth import (
+        Credentials,
+    )
+    from airflow_tablestore.client.errors import (
+        AlreadyExistsError,
+        AuthError,
+        BatchWriteError,
+        ConditionFailedError,
+        InvalidParameterError,
+        NotFoundError,
+        PlainBufferError,
+        ServerError,
+        TablestoreClientError,
+        TablestoreError,
+        TablestoreNetworkError,
+        TablestoreServiceError,
+        ThrottledError,
+    )
+    from airflow_tablestore.client.model import (
+        AUTO_INCREMENT,
+        INF_MAX,
+        INF_MIN,
+        CellOp,
+        Column,
+        ColumnType,
+        Comparator,
+        CompositeColumnCondition,
+        Condition,
+        DefinedColumn,
+        Direction,
+        LogicalOperator,
+        PrimaryKeyColumn,
+        PrimaryKeyType,
+        ReservedThroughput,
+        Row,
+        RowExistence,
+        RowWrite,
+        RowWriteResult,
+        SingleColumnCondition,
+        StreamSpec,
+        TableDescription,
+        TableOptions,
+        TableSchema,
+        TimeRange,
+        WriteType,
+    )
+    from airflow_tablestore.client.retry import (
+        RetryPolicy,
+    )
+    from airflow_tablestore.client.stream import (
+        StreamClient,
+    )
+    from airflow_tablestore.client.table import (
+        RowReadResult,
+        TableClient,
+        UpdateTableResult,
+    )
+    from airflow_tablestore.client.transport import (
+        Transport,
+    )
+    from airflow_tablestore.client.tunnel import (
+        TunnelClient,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "AUTO_INCREMENT": "airflow_tablestore.client.model",
+    "AlreadyExistsError": "airflow_tablestore.client.errors",
+    "AuthError": "airflow_tablestore.client.errors",
+    "BatchWriteError": "airflow_tablestore.client.errors",
+    "CellOp": "airflow_tablestore.client.model",
+    "Column": "airflow_tablestore.client.model",
+    "ColumnType": "airflow_tablestore.client.model",
+    "Comparator": "airflow_tablestore.client.model",
+    "CompositeColumnCondition": "airflow_tablestore.client.model",
+    "Condition": "airflow_tablestore.client.model",
+    "ConditionFailedError": "airflow_tablestore.client.errors",
+    "Credentials": "airflow_tablestore.client.auth",
+    "DefinedColumn": "airflow_tablestore.client.model",
+    "Direction": "airflow_tablestore.client.model",
+    "INF_MAX": "airflow_tablestore.client.model",
+    "INF_MIN": "airflow_tablestore.client.model",
+    "InvalidParameterError": "airflow_tablestore.client.errors",
+    "LogicalOperator": "airflow_tablestore.client.model",
+    "NotFoundError": "airflow_tablestore.client.errors",
+    "PlainBufferError": "airflow_tablestore.client.errors",
+    "PrimaryKeyColumn": "airflow_tablestore.client.model",
+    "PrimaryKeyType": "airflow_tablestore.client.model",
+    "ReservedThroughput": "airflow_tablestore.client.model",
+    "RetryPolicy": "airflow_tablestore.client.retry",
+    "Row": "airflow_tablestore.client.model",
+    "RowExistence": "airflow_tablestore.client.model",
+    "RowReadResult": "airflow_tablestore.client.table",
+    "RowWrite": "airflow_tablestore.client.model",
+    "RowWriteResult": "airflow_tablestore.client.model",
+    "ServerError": "airflow_tablestore.client.errors",
+    "SingleColumnCondition": "airflow_tablestore.client.model",
+    "StreamClient": "airflow_tablestore.client.stream",
+    "StreamSpec": "airflow_tablestore.client.model",
+    "TableClient": "airflow_tablestore.client.table",
+    "TableDescription": "airflow_tablestore.client.model",
+    "TableOptions": "airflow_tablestore.client.model",
+    "TableSchema": "airflow_tablestore.client.model",
+    "TablestoreClientError": "airflow_tablestore.client.errors",
+    "TablestoreError": "airflow_tablestore.client.errors",
+    "TablestoreNetworkError": "airflow_tablestore.client.errors",
+    "TablestoreServiceError": "airflow_tablestore.client.errors",
+    "ThrottledError": "airflow_tablestore.client.errors",
+    "TimeRange": "airflow_tablestore.client.model",
+    "Transport": "airflow_tablestore.client.transport",
+    "TunnelClient": "airflow_tablestore.client.tunnel",
+    "UpdateTableResult": "airflow_tablestore.client.table",
+    "WriteType": "airflow_tablestore.client.model",
+}
 
 __all__ = [
     "AUTO_INCREMENT",
-    "INF_MAX",
-    "INF_MIN",
     "AlreadyExistsError",
     "AuthError",
     "BatchWriteError",
@@ -81,6 +147,8 @@ __all__ = [
     "Credentials",
     "DefinedColumn",
     "Direction",
+    "INF_MAX",
+    "INF_MIN",
     "InvalidParameterError",
     "LogicalOperator",
     "NotFoundError",
@@ -116,12 +184,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "TunnelClient":
-        from airflow_tablestore.client.tunnel import TunnelClient
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return TunnelClient
-    if name == "StreamClient":
-        from airflow_tablestore.client.stream import StreamClient
 
-        return StreamClient
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, NamedTuple
+
+from airflow_tablestore.client.epoch import ns_to_datetime
 
 
 class _Sentinel:
@@ -58,13 +60,23 @@ class Column(NamedTuple):
     timestamp: int | None = None  # cell version, milliseconds since epoch
     op: CellOp = CellOp.PUT
 
+    @property
+    def timestamp_ms(self) -> int | None:
+        """The cell version in milliseconds since epoch (``timestamp``, named with its unit)."""
+        return self.timestamp
+
 
 class SequenceInfo(NamedTuple):
     """Position of a stream record: epoch, timestamp in microseconds, index among equal timestamps."""
 
     epoch: int
-    timestamp: int
+    timestamp: int  # microseconds since epoch
     row_index: int
+
+    @property
+    def timestamp_us(self) -> int:
+        """The commit time in microseconds since epoch (``timestamp``, named with its unit)."""
+        return self.timestamp
 
 
 class Row(NamedTuple):
@@ -271,14 +283,6 @@ class RowWriteResult:
 # ---- tunnel ---------------------------------------------------------------------------------------
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def ns_to_datetime(ns: int | None) -> datetime | None:
-    """Aware UTC ``datetime`` (µs precision) from nanoseconds since epoch; 0/None → None."""
-    if not ns:
-        return None
-    return _EPOCH + timedelta(microseconds=ns // 1_000)
 
 
 class TunnelType(enum.StrEnum):
@@ -294,6 +298,8 @@ class TunnelStage(enum.StrEnum):
 
 
 class ChannelStatus(enum.StrEnum):
+    """A channel's place in the tunnel state machine (WAIT → OPEN → CLOSING → CLOSE/TERMINATED)."""
+
     WAIT = "WAIT"
     OPEN = "OPEN"
     CLOSING = "CLOSING"
@@ -329,6 +335,11 @@ class TunnelInfo:
 
 @dataclass(frozen=True)
 class ChannelInfo:
+    """A channel as DescribeTunnel shows it: type, status, owner and progress (read-only, for monitoring).
+
+    Why its own type: heartbeats exchange only :class:`~airflow_tablestore.client.tunnel.Channel` triples.
+    """
+
     channel_id: str
     channel_type: str  # "BaseData" | "Stream"
     status: ChannelStatus

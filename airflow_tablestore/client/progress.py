@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from airflow_tablestore.client.epoch import ns_to_iso
 from airflow_tablestore.client.model import (
     ChannelStatus,
     TunnelDescription,
     TunnelStage,
     TunnelType,
-    ns_to_datetime,
 )
 
 BASE = "BaseData"
@@ -24,12 +24,6 @@ class Progress:
     done: bool
     consume_point_ns: int
     message: str
-
-
-def ns_to_iso(ns: int) -> str | None:
-    """ISO-8601 UTC rendering of nanoseconds since epoch (None for 0)."""
-    moment = ns_to_datetime(ns)
-    return moment.isoformat() if moment is not None else None
 
 
 def _iso(ns: int) -> str:

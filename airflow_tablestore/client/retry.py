@@ -5,7 +5,8 @@
 * Server errors (5xx, ``OTSInternalServerError``, ``OTSTimeout``, ...), timeouts and connection errors are
   retried only for **idempotent** operations (reads, listings, tunnel reads), because a write may have been
   applied before the failure.
-* Delays use exponential backoff with full jitter: ``uniform(0, min(max_delay, base * 2**(attempt-1)))``.
+* Delays use exponential backoff with full jitter: ``uniform(0, min(max_delay, base * 2**(attempt-1)))``
+  (the rule itself is :class:`~airflow_tablestore.client.backoff.Backoff`).
   Attempts are bounded by ``max_attempts`` and the whole call by ``total_budget_s``: a retry whose delay
   would end past the budget is not made, and the last error is raised.
 """
@@ -13,12 +14,12 @@
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from airflow_tablestore.client.backoff import Backoff
 from airflow_tablestore.client.errors import (
     TablestoreError,
     TablestoreNetworkError,
@@ -105,11 +106,15 @@ class RetryPolicy:
             return error.code in SERVER_ERROR_CODES or (error.http_status or 0) >= 500
         return False
 
+    def backoff(self, error: BaseException | None = None) -> Backoff:
+        """The back-off after ``error``: exponential with full jitter, slower to start for throttling."""
+        throttled = error is not None and self.is_throttling(error)
+        base = self.throttle_base_delay_s if throttled else self.base_delay_s
+        return Backoff(base_s=base, factor=2.0, jitter=0.0, max_s=self.max_delay_s, full_jitter=True)
+
     def delay(self, attempt: int, error: BaseException | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based); full jitter."""
-        base = self.throttle_base_delay_s if error is not None and self.is_throttling(error) else self.base_delay_s
-        cap = min(self.max_delay_s, base * (2 ** min(attempt - 1, 30)))
-        return random.uniform(0.0, cap)
+        return self.backoff(error).delay(attempt - 1)
 
     # -- execution ----------------------------------------------------------------------------------
     def run(self, operation: Callable[[], T], *, idempotent: bool, name: str = "request") -> T:

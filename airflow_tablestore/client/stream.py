@@ -13,10 +13,10 @@ import enum
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from airflow_tablestore.client.base_client import BaseClient
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import Record
 from airflow_tablestore.client.records import decode_records
-from airflow_tablestore.client.service import ServiceClient
 from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 
 table_pb2: Any = _table_pb2  # generated code has no type stubs
@@ -80,7 +80,7 @@ class StreamRecordsResult(NamedTuple):
     size_bytes: int
 
 
-class StreamClient(ServiceClient):
+class StreamClient(BaseClient):
     """Stream API client. Build it like ``TableClient`` or from an existing ``transport``."""
 
     def _call(self, api: str, request: Any, response_cls: Any) -> Any:

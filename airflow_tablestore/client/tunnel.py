@@ -1,6 +1,7 @@
 """``TunnelClient``: the Tablestore Tunnel Service RPCs (``POST /tunnel/<op>``) as typed Python calls.
 
-One method per RPC, nothing stateful: the per-channel state machine lives in :mod:`.worker`. Times on the wire
+One method per RPC, nothing stateful: the per-channel state machine lives in :mod:`.tunnel_worker`;
+what a ReadRecords answer means (end token, "enough data", stream tokens) is :mod:`.tunnel_reads`. Times on the wire
 are nanoseconds (``create_time``, consume points, stream offsets); the client accepts ``datetime`` or raw ns.
 Errors are the typed exceptions of :mod:`.errors` raised by the transport (``OTSTunnelExist`` →
 :class:`AlreadyExistsError`, "tunnel not exist" → :class:`TunnelNotFoundError`, ``OTSResourceGone`` →
@@ -12,29 +13,27 @@ sequence number decides; callers re-read it) and Schedule are not.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, NamedTuple
 
+from airflow_tablestore.client import epoch
+from airflow_tablestore.client.base_client import BaseClient
+from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import (
     ChannelInfo,
     ChannelStatus,
-    Record,
     TunnelDescription,
     TunnelInfo,
     TunnelStage,
     TunnelType,
 )
 from airflow_tablestore.client.records import decode_records
-from airflow_tablestore.client.service import ServiceClient
+from airflow_tablestore.client.tunnel_reads import FINISHED, ReadResult
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
 tunnel_pb2: Any = _tunnel_pb2  # generated module without stubs
-
-FINISHED = "finished"
-"""The token that marks a fully consumed channel (``next_token``, checkpoint and GetCheckpoint answer)."""
 
 _STATUS_TO_WIRE = {
     ChannelStatus.OPEN: tunnel_pb2.OPEN,
@@ -51,63 +50,15 @@ _TYPE_TO_WIRE = {
 
 
 class Channel(NamedTuple):
-    """A channel as exchanged in heartbeats: id, logical version and status."""
+    """A channel as exchanged in heartbeats: id, logical version and status.
+
+    Why its own type: it is the unit of the heartbeat protocol (client and server report these triples);
+    :class:`~airflow_tablestore.client.model.ChannelInfo` is the richer, read-only DescribeTunnel view.
+    """
 
     channel_id: str
     version: int
     status: ChannelStatus
-
-
-class ReadResult(NamedTuple):
-    """One ReadRecords answer. ``may_more`` is the server's ``may_more_record`` hint (None when it sent none);
-    ``size_bytes`` is the serialized response size (both feed the SDKs' "enough data" rule)."""
-
-    records: list[Record]
-    next_token: str
-    may_more: bool | None
-    size_bytes: int
-
-
-ENOUGH_RECORDS = 500
-ENOUGH_BYTES = 900 * 1024
-
-
-def enough_data(result: ReadResult) -> bool:
-    """The SDKs' rule: ``may_more_record`` when the server sends it, else > 500 records or > 900 KiB.
-
-    A stream channel whose read was not "enough" has caught up with the log: wait before reading again."""
-    if result.may_more is not None:
-        return result.may_more
-    return len(result.records) > ENOUGH_RECORDS or result.size_bytes > ENOUGH_BYTES
-
-
-def to_ns(value: datetime | int | None) -> int:
-    """Nanoseconds since epoch from a ``datetime`` (naive = UTC) or an ``int`` already in ns; None → 0."""
-    if value is None:
-        return 0
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        delta = value - datetime(1970, 1, 1, tzinfo=UTC)
-        return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise TablestoreClientError(f"expected a datetime or non-negative int nanoseconds, got {value!r}")
-    return value
-
-
-def is_stream_token(token: str) -> bool:
-    """The SDK heuristic: a token whose ``Token`` content has a non-empty iterator belongs to a stream channel.
-
-    Unparsable tokens (and ``"finished"``) count as base-data tokens.
-    """
-    if not token or token == FINISHED:
-        return False
-    try:
-        wrapper = tunnel_pb2.Token.FromString(base64.b64decode(token, validate=False))
-        content_cls = tunnel_pb2.TokenContent if wrapper.version == 1 else tunnel_pb2.TokenContentV2
-        return bool(content_cls.FromString(wrapper.content).iterator)
-    except Exception:  # noqa: BLE001 - binascii.Error, DecodeError (varies by protobuf runtime), ...
-        return False
 
 
 def _enum(cls: Any, value: str, what: str) -> Any:
@@ -154,7 +105,7 @@ def _wire_channels(channels: Iterable[Channel], target: Any) -> None:
         item.status = _STATUS_TO_WIRE[ChannelStatus(ch.status)]
 
 
-class TunnelClient(ServiceClient):
+class TunnelClient(BaseClient):
     """Tunnel Service client. Build it like ``TableClient`` or from an existing ``transport``."""
 
     # -- plumbing -----------------------------------------------------------------------------------
@@ -176,7 +127,7 @@ class TunnelClient(ServiceClient):
         (a Stream tunnel with an end is a backfill tunnel); ``earliest`` starts from the oldest retained log.
         Raises :class:`AlreadyExistsError` when the name is taken for the table."""
         tunnel_type = TunnelType(tunnel_type)
-        start_ns, end_ns = to_ns(stream_start), to_ns(stream_end)
+        start_ns, end_ns = epoch.to_ns(stream_start), epoch.to_ns(stream_end)
         if start_ns and earliest:
             raise TablestoreClientError("give either stream_start or earliest=True, not both")
         if end_ns and start_ns and end_ns <= start_ns:
@@ -285,3 +236,12 @@ class TunnelClient(ServiceClient):
         req = tunnel_pb2.ScheduleRequest(tunnel_id=tunnel_id)
         _wire_channels((Channel(c.channel_id, 0, c.status) for c in channels), req.channels)
         self._call("schedule", req, tunnel_pb2.ScheduleResponse, idempotent=False)
+
+
+__getattr__ = moved_names(__name__, {
+    "to_ns": "airflow_tablestore.client.epoch:to_ns",
+    "enough_data": "airflow_tablestore.client.tunnel_reads:enough_data",
+    "is_stream_token": "airflow_tablestore.client.tunnel_reads:is_stream_token",
+    "ENOUGH_RECORDS": "airflow_tablestore.client.tunnel_reads:ENOUGH_RECORDS",
+    "ENOUGH_BYTES": "airflow_tablestore.client.tunnel_reads:ENOUGH_BYTES",
+})

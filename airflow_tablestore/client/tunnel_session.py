@@ -1,4 +1,4 @@
-"""The tunnel-session core shared by :class:`~airflow_tablestore.client.worker.TunnelWorker` and the Spark
+"""The tunnel-session core shared by :class:`~airflow_tablestore.client.tunnel_worker.TunnelWorker` and the Spark
 driver: the channel version rule, what a client reports for a channel, and the checkpoint rule.
 
 * **Version rule** (:func:`merge_channels`): whoever changes a channel bumps its version; after a heartbeat the

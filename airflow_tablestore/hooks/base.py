@@ -10,13 +10,14 @@ A ``tablestore`` connection holds the endpoint in ``host`` (``http://`` or ``htt
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from airflow.sdk import BaseHook
 
+from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.errors import TablestoreClientError
+from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.version_compat import aextra_dejson, amask_secret
 
 log = logging.getLogger(__name__)
@@ -31,34 +32,6 @@ class TablestoreConnectionError(TablestoreClientError, ValueError):
     def __init__(self, message: str, code: str = "OTSInvalidConnection", http_status: int | None = None,
                  request_id: str | None = None) -> None:
         super().__init__(message, code, http_status, request_id)
-
-
-@dataclass(frozen=True)
-class TablestoreConnectionConfig:
-    """Everything needed to build a client. ``repr`` never shows the secret or the STS token."""
-
-    endpoint: str
-    access_key_id: str
-    access_key_secret: str = field(repr=False)
-    instance_name: str
-    region: str | None = None
-    sts_token: str | None = field(default=None, repr=False)
-    connect_timeout: float | None = None
-    read_timeout: float | None = None
-
-    def client_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``TableClient``/``TunnelClient``."""
-        kwargs: dict[str, Any] = {
-            "endpoint": self.endpoint,
-            "access_key_id": self.access_key_id,
-            "access_key_secret": self.access_key_secret,
-            "instance_name": self.instance_name,
-            "sts_token": self.sts_token,
-            "region": self.region,
-        }
-        if self.connect_timeout is not None or self.read_timeout is not None:
-            kwargs["timeout"] = (self.connect_timeout or 10.0, self.read_timeout or 60.0)
-        return kwargs
 
 
 def _extra_field(extra: dict[str, Any], name: str) -> Any:
@@ -124,8 +97,8 @@ def parse_connection(
     region: str | None = None,
     connect_timeout: float | None = None,
     read_timeout: float | None = None,
-) -> TablestoreConnectionConfig:
-    """Validate an Airflow connection (plus hook-level overrides) into a :class:`TablestoreConnectionConfig`."""
+) -> ConnectionSettings:
+    """Validate an Airflow connection (plus hook-level overrides) into a :class:`ConnectionSettings`."""
     conn_id = getattr(conn, "conn_id", None) or "?"
     if not conn.login:
         raise TablestoreConnectionError(f"connection {conn_id!r}: field 'login' (AccessKey ID) is empty")
@@ -142,7 +115,7 @@ def parse_connection(
     sts_token = _extra_field(extra, "sts_token") or _extra_field(extra, "security_token")
     if sts_token is not None and not isinstance(sts_token, str):
         raise TablestoreConnectionError(f"connection {conn_id!r}: extra 'sts_token' must be a string")
-    return TablestoreConnectionConfig(
+    return ConnectionSettings(
         endpoint=normalize_endpoint(conn.host, conn.port),
         access_key_id=conn.login,
         access_key_secret=conn.password,
@@ -193,10 +166,10 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
         self.region = region
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        self._config: TablestoreConnectionConfig | None = None
+        self._config: ConnectionSettings | None = None
         self._client: ClientT | None = None
 
-    def _create_client(self, config: TablestoreConnectionConfig) -> ClientT:
+    def _create_client(self, config: ConnectionSettings) -> ClientT:
         """A new client for ``config`` (subclasses import the client class lazily)."""
         raise NotImplementedError
 
@@ -229,7 +202,7 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
     def _overrides(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.hook_param_names}
 
-    def _register(self, config: TablestoreConnectionConfig) -> TablestoreConnectionConfig:
+    def _register(self, config: ConnectionSettings) -> ConnectionSettings:
         from airflow.sdk.log import mask_secret
 
         mask_secret(config.access_key_secret)
@@ -243,7 +216,7 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
         self._config = config
         return config
 
-    def get_config(self) -> TablestoreConnectionConfig:
+    def get_config(self) -> ConnectionSettings:
         """Parse (once) and return the connection configuration."""
         if self._config is None:
             conn = self.get_connection(self.tablestore_conn_id)
@@ -251,7 +224,7 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
         assert self._config is not None
         return self._config
 
-    async def aget_config(self) -> TablestoreConnectionConfig:
+    async def aget_config(self) -> ConnectionSettings:
         """Async :meth:`get_config` for triggers (uses ``aget_connection``; never blocks the event loop)."""
         if self._config is None:
             conn = await self.aget_connection(self.tablestore_conn_id)
@@ -261,3 +234,8 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
                 await amask_secret(config.sts_token)
             self._config = config
         return self._config
+
+
+__getattr__ = moved_names(__name__, {
+    "TablestoreConnectionConfig": "airflow_tablestore.client.settings:ConnectionSettings",
+})

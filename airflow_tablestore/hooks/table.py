@@ -13,7 +13,8 @@ from airflow_tablestore.client.model import (
     TableDescription,
     TableSchema,
 )
-from airflow_tablestore.hooks.base import TablestoreBaseHook, TablestoreConnectionConfig
+from airflow_tablestore.client.settings import ConnectionSettings
+from airflow_tablestore.hooks.base import TablestoreBaseHook
 
 if TYPE_CHECKING:
     from airflow_tablestore.client.table import TableClient
@@ -23,7 +24,7 @@ class TablestoreHook(TablestoreBaseHook["TableClient"]):
     """Table API hook. ``get_conn()`` returns a cached :class:`~airflow_tablestore.client.table.TableClient`
     (use it for row operations); the helpers below are idempotency-friendly table management calls."""
 
-    def _create_client(self, config: TablestoreConnectionConfig) -> TableClient:
+    def _create_client(self, config: ConnectionSettings) -> TableClient:
         from airflow_tablestore.client.table import TableClient
 
         return TableClient(**config.client_kwargs())

@@ -1,68 +1,30 @@
-"""``TablestoreTunnelHook``: Tunnel Service management and the consume-point check used by the sensor."""
+"""``TablestoreTunnelHook``: Tunnel Service management and the consume-point check used by the sensor.
+
+The verdict and its messages are in :mod:`.consume_point`; time values are parsed by
+:func:`airflow_tablestore.client.epoch.parse_epoch_ns`.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-from airflow_tablestore.client.errors import (
-    NotFoundError,
-    TablestoreClientError,
-    TablestoreError,
-    TunnelExpiredError,
-)
+from airflow_tablestore.client.deprecation import moved_names
+from airflow_tablestore.client.errors import NotFoundError, TablestoreClientError
 from airflow_tablestore.client.model import TunnelDescription, TunnelType
-from airflow_tablestore.client.progress import consumed_through, ns_to_iso
-from airflow_tablestore.hooks.base import TablestoreBaseHook, TablestoreConnectionConfig
+from airflow_tablestore.client.settings import ConnectionSettings
+from airflow_tablestore.hooks import consume_point
+from airflow_tablestore.hooks.base import TablestoreBaseHook
 
 if TYPE_CHECKING:
     from airflow_tablestore.client.tunnel import TunnelClient
 
 
-@dataclass(frozen=True)
-class ConsumePointCheck:
-    """Outcome of one consume-point check; ``consume_point_ns`` is the tunnel consume point (0 = none)."""
-
-    done: bool
-    consume_point_ns: int
-    tunnel_id: str
-    tunnel_type: str
-    message: str
-
-    def as_event(self) -> dict[str, Any]:
-        """JSON-serialisable form (trigger events, XCom)."""
-        return {
-            "tunnel_id": self.tunnel_id,
-            "tunnel_type": self.tunnel_type,
-            "consume_point_ns": self.consume_point_ns,
-            "consume_point": ns_to_iso(self.consume_point_ns),
-            "message": self.message,
-        }
-
-
-def evaluate_consume_point(description: TunnelDescription, cutoff_ns: int) -> ConsumePointCheck:
-    """Decide whether a tunnel has been consumed up to ``cutoff_ns`` (the shared rule:
-    :func:`airflow_tablestore.client.progress.consumed_through`). Raises :class:`TunnelExpiredError` for an
-    expired tunnel (it will never progress).
-    """
-    info = description.tunnel
-    if info.expired:
-        raise TunnelExpiredError(
-            "OTSTunnelExpired",
-            f"tunnel {info.tunnel_name!r} on table {info.table_name!r} has expired (its stream position fell "
-            "out of the stream log retention): delete and recreate it, then reload the data",
-        )
-    progress = consumed_through(description, cutoff_ns)
-    kind = TunnelType(info.tunnel_type)
-    return ConsumePointCheck(progress.done, progress.consume_point_ns, info.tunnel_id, kind.value, progress.message)
-
-
 class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
     """Tunnel Service hook. ``get_conn()`` returns a cached :class:`~airflow_tablestore.client.tunnel.TunnelClient`."""
 
-    def _create_client(self, config: TablestoreConnectionConfig) -> TunnelClient:
+    def _create_client(self, config: ConnectionSettings) -> TunnelClient:
         from airflow_tablestore.client.tunnel import TunnelClient
 
         return TunnelClient(**config.client_kwargs())
@@ -124,16 +86,16 @@ class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
         """The tunnel consume point in nanoseconds since epoch (0 while no stream record was consumed)."""
         return self.get_conn().describe_tunnel(table_name, tunnel_name).consume_point_ns
 
-    def check_consume_point(self, table_name: str, tunnel_name: str, cutoff_ns: int) -> ConsumePointCheck:
+    def check_consume_point(self, table_name: str, tunnel_name: str, cutoff_ns: int) -> consume_point.ConsumePointCheck:
         """One synchronous check; raises :class:`TunnelNotFoundError`/:class:`TunnelExpiredError`."""
-        return evaluate_consume_point(self.get_conn().describe_tunnel(table_name, tunnel_name), cutoff_ns)
+        return consume_point.evaluate_consume_point(self.get_conn().describe_tunnel(table_name, tunnel_name), cutoff_ns)
 
-    async def acheck_consume_point(self, table_name: str, tunnel_name: str, cutoff_ns: int) -> ConsumePointCheck:
+    async def acheck_consume_point(self, table_name: str, tunnel_name: str, cutoff_ns: int) -> consume_point.ConsumePointCheck:
         """Async :meth:`check_consume_point`: connection read with ``aget_connection``, HTTP in a thread."""
         await self.aget_config()
         client = self.get_conn()  # config is cached: no synchronous connection lookup happens here
         description = await asyncio.to_thread(client.describe_tunnel, table_name, tunnel_name)
-        return evaluate_consume_point(description, cutoff_ns)
+        return consume_point.evaluate_consume_point(description, cutoff_ns)
 
 
 def parse_tunnel_type(value: TunnelType | str) -> TunnelType:
@@ -144,40 +106,9 @@ def parse_tunnel_type(value: TunnelType | str) -> TunnelType:
         raise ValueError(f"tunnel_type must be one of {[t.value for t in TunnelType]}, got {value!r}") from None
 
 
-def to_epoch_ns(value: datetime | str | int | float | None) -> int:
-    """Nanoseconds since epoch from a datetime (naive = UTC), an ISO-8601 string or a number.
-
-    Numbers are read by magnitude: seconds (< 1e11), milliseconds (< 1e14), microseconds (< 1e17), else ns.
-    """
-    if value is None:
-        raise TablestoreClientError("time value is not set")
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            try:
-                value = float(text)
-            except ValueError:
-                raise TablestoreClientError(f"time value {text!r} is neither ISO-8601 nor a number") from None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        delta = value - datetime(1970, 1, 1, tzinfo=UTC)
-        return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise TablestoreClientError(f"time value must be a datetime, ISO-8601 string or epoch number, got {value!r}")
-    for limit, factor in ((1e11, 1_000_000_000), (1e14, 1_000_000), (1e17, 1_000)):
-        if value < limit:
-            return int(value * factor)
-    return int(value)
-
-
-def tunnel_problem_message(err: TablestoreError, table_name: str, tunnel_name: str) -> str:
-    """Actionable text for a tunnel that is missing or expired (no retry will fix either)."""
-    if isinstance(err, TunnelExpiredError):
-        return str(err)
-    return (
-        f"tunnel {tunnel_name!r} on table {table_name!r} does not exist ({err}): create it first "
-        "(TablestoreCreateTunnelOperator) or fix the table/tunnel name"
-    )
+__getattr__ = moved_names(__name__, {
+    "to_epoch_ns": "airflow_tablestore.client.epoch:parse_epoch_ns",
+    "ConsumePointCheck": "airflow_tablestore.hooks.consume_point:ConsumePointCheck",
+    "evaluate_consume_point": "airflow_tablestore.hooks.consume_point:evaluate_consume_point",
+    "tunnel_problem_message": "airflow_tablestore.hooks.consume_point:tunnel_problem_message",
+})

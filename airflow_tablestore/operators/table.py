@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseOperator, Context
+from airflow.sdk import Context
 
 from airflow_tablestore.client.errors import AlreadyExistsError, TablestoreClientError
 from airflow_tablestore.client.model import (
@@ -19,10 +19,10 @@ from airflow_tablestore.client.model import (
     TableOptions,
     TableSchema,
 )
-from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
 from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook, replica_schema, schema_differences
 from airflow_tablestore.operators._lineage import table_lineage
+from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
 
 
 class TableSchemaMismatchError(TablestoreClientError):
@@ -74,7 +74,7 @@ def _stream(spec: StreamSpec | Mapping[str, Any] | bool | None) -> StreamSpec | 
     return StreamSpec(**values)
 
 
-class TablestoreCreateTableOperator(BaseOperator):
+class TablestoreCreateTableOperator(TablestoreBaseOperator[TablestoreHook]):
     """Create a table from an explicit schema, or as a replica of ``source_table``.
 
     Idempotent: an existing table with the same schema (primary key, defined columns, options and, when
@@ -98,13 +98,8 @@ class TablestoreCreateTableOperator(BaseOperator):
     :return: (XCom) ``{"table_name", "created", "uri"}``.
     """
 
-    template_fields: Sequence[str] = (
-        "tablestore_conn_id",
-        "source_tablestore_conn_id",
-        "table_name",
-        "source_table",
-        "region",
-    )
+    hook_class = TablestoreHook
+    template_fields: Sequence[str] = tablestore_template_fields("source_tablestore_conn_id", "table_name", "source_table")
     ui_color = "#ff8c3a"
 
     def __init__(
@@ -119,8 +114,6 @@ class TablestoreCreateTableOperator(BaseOperator):
         source_table: str | None = None,
         source_tablestore_conn_id: str | None = None,
         raise_max_time_deviation: bool = True,
-        tablestore_conn_id: str = DEFAULT_CONN_ID,
-        region: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -133,18 +126,12 @@ class TablestoreCreateTableOperator(BaseOperator):
         self.source_table = source_table
         self.source_tablestore_conn_id = source_tablestore_conn_id
         self.raise_max_time_deviation = raise_max_time_deviation
-        self.tablestore_conn_id = tablestore_conn_id
-        self.region = region
-
-    @cached_property
-    def hook(self) -> TablestoreHook:
-        return TablestoreHook(self.tablestore_conn_id, region=self.region)
 
     @cached_property
     def source_hook(self) -> TablestoreHook:
         """The hook of ``source_table``'s connection (the operator's own hook when it is the same one)."""
         if self.source_tablestore_conn_id and self.source_tablestore_conn_id != self.tablestore_conn_id:
-            return TablestoreHook(self.source_tablestore_conn_id, region=self.region)
+            return self.make_hook(self.source_tablestore_conn_id)
         return self.hook
 
     def _wanted_schema(self) -> TableSchema:
@@ -213,7 +200,7 @@ class TablestoreCreateTableOperator(BaseOperator):
         return table_lineage(inputs=inputs, outputs=[(instance, self.table_name)])
 
 
-class TablestoreDeleteTableOperator(BaseOperator):
+class TablestoreDeleteTableOperator(TablestoreBaseOperator[TablestoreHook]):
     """Delete a table; succeeds when it is already gone.
 
     :param table_name: table to delete.
@@ -222,25 +209,18 @@ class TablestoreDeleteTableOperator(BaseOperator):
     :return: (XCom) True if this run deleted the table, False if it was absent.
     """
 
-    template_fields: Sequence[str] = ("tablestore_conn_id", "table_name", "region")
+    hook_class = TablestoreHook
+    template_fields: Sequence[str] = tablestore_template_fields("table_name")
     ui_color = "#ff8c3a"
 
     def __init__(
         self,
         *,
         table_name: str,
-        tablestore_conn_id: str = DEFAULT_CONN_ID,
-        region: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.table_name = table_name
-        self.tablestore_conn_id = tablestore_conn_id
-        self.region = region
-
-    @cached_property
-    def hook(self) -> TablestoreHook:
-        return TablestoreHook(self.tablestore_conn_id, region=self.region)
 
     def execute(self, context: Context) -> bool:
         with fail_fast():

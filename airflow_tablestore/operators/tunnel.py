@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseOperator, Context
+from airflow.sdk import Context
 
+from airflow_tablestore.client.epoch import parse_epoch_ns
 from airflow_tablestore.client.errors import AlreadyExistsError
 from airflow_tablestore.client.model import TunnelType
-from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
 from airflow_tablestore.hooks.failures import fail_fast
-from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, parse_tunnel_type, to_epoch_ns
+from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, parse_tunnel_type
 from airflow_tablestore.operators._lineage import table_lineage
+from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
 
 
-class TablestoreCreateTunnelOperator(BaseOperator):
+class TablestoreCreateTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook]):
     """Create a tunnel on a table and push its id to XCom.
 
     Idempotent by name: when a tunnel with this name exists on the table and has the same type, its id is
@@ -34,15 +34,8 @@ class TablestoreCreateTunnelOperator(BaseOperator):
     :return: (XCom) the tunnel id.
     """
 
-    template_fields: Sequence[str] = (
-        "tablestore_conn_id",
-        "table_name",
-        "tunnel_name",
-        "tunnel_type",
-        "stream_start",
-        "stream_end",
-        "region",
-    )
+    hook_class = TablestoreTunnelHook
+    template_fields: Sequence[str] = tablestore_template_fields("table_name", "tunnel_name", "tunnel_type", "stream_start", "stream_end")
     ui_color = "#ffb35c"
 
     def __init__(
@@ -53,8 +46,6 @@ class TablestoreCreateTunnelOperator(BaseOperator):
         tunnel_type: TunnelType | str = TunnelType.BASE_AND_STREAM,
         stream_start: datetime | str | int | None = None,
         stream_end: datetime | str | int | None = None,
-        tablestore_conn_id: str = DEFAULT_CONN_ID,
-        region: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -65,12 +56,6 @@ class TablestoreCreateTunnelOperator(BaseOperator):
         self.tunnel_type = tunnel_type.value if isinstance(tunnel_type, TunnelType) else tunnel_type
         self.stream_start = stream_start
         self.stream_end = stream_end
-        self.tablestore_conn_id = tablestore_conn_id
-        self.region = region
-
-    @cached_property
-    def hook(self) -> TablestoreTunnelHook:
-        return TablestoreTunnelHook(self.tablestore_conn_id, region=self.region)
 
     def execute(self, context: Context) -> str:
         with fail_fast():
@@ -78,8 +63,8 @@ class TablestoreCreateTunnelOperator(BaseOperator):
 
     def _create(self, context: Context) -> str:
         wanted = parse_tunnel_type(self.tunnel_type)
-        start = to_epoch_ns(self.stream_start) if self.stream_start not in (None, "") else None
-        end = to_epoch_ns(self.stream_end) if self.stream_end not in (None, "") else None
+        start = parse_epoch_ns(self.stream_start) if self.stream_start not in (None, "") else None
+        end = parse_epoch_ns(self.stream_end) if self.stream_end not in (None, "") else None
         tunnel_id = self.hook.existing_tunnel_id(self.table_name, self.tunnel_name, wanted)
         if tunnel_id is not None:
             self.log.info("Tunnel %r on %r already exists: %s", self.tunnel_name, self.table_name, tunnel_id)
@@ -102,7 +87,7 @@ class TablestoreCreateTunnelOperator(BaseOperator):
         return table_lineage(inputs=[(self.hook.get_config().instance_name, self.table_name)])
 
 
-class TablestoreDeleteTunnelOperator(BaseOperator):
+class TablestoreDeleteTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook]):
     """Delete a tunnel (and its checkpoints); succeeds when it is already gone.
 
     :param table_name: table of the tunnel.
@@ -112,7 +97,8 @@ class TablestoreDeleteTunnelOperator(BaseOperator):
     :return: (XCom) True if this run deleted the tunnel, False if it was absent.
     """
 
-    template_fields: Sequence[str] = ("tablestore_conn_id", "table_name", "tunnel_name", "region")
+    hook_class = TablestoreTunnelHook
+    template_fields: Sequence[str] = tablestore_template_fields("table_name", "tunnel_name")
     ui_color = "#ffb35c"
 
     def __init__(
@@ -120,19 +106,11 @@ class TablestoreDeleteTunnelOperator(BaseOperator):
         *,
         table_name: str,
         tunnel_name: str,
-        tablestore_conn_id: str = DEFAULT_CONN_ID,
-        region: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.table_name = table_name
         self.tunnel_name = tunnel_name
-        self.tablestore_conn_id = tablestore_conn_id
-        self.region = region
-
-    @cached_property
-    def hook(self) -> TablestoreTunnelHook:
-        return TablestoreTunnelHook(self.tablestore_conn_id, region=self.region)
 
     def execute(self, context: Context) -> bool:
         with fail_fast():

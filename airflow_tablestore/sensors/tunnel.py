@@ -4,25 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue, conf
+from airflow.sdk import Context, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
+from airflow_tablestore.client.epoch import parse_epoch_ns
 from airflow_tablestore.client.errors import NotFoundError, TunnelExpiredError
-from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
+from airflow_tablestore.hooks.consume_point import ConsumePointCheck, tunnel_problem_message
 from airflow_tablestore.hooks.failures import fail_fast
-from airflow_tablestore.hooks.tunnel import (
-    ConsumePointCheck,
-    TablestoreTunnelHook,
-    to_epoch_ns,
-    tunnel_problem_message,
-)
+from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
+from airflow_tablestore.operators.base import tablestore_template_fields
+from airflow_tablestore.sensors.base import TablestoreBaseSensor
 from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigger
 
 
-class TablestoreTunnelConsumePointSensor(BaseSensorOperator):
+class TablestoreTunnelConsumePointSensor(TablestoreBaseSensor[TablestoreTunnelHook]):
     """Succeed once the tunnel's consume point is at or past ``cutoff``.
 
     For Stream/BaseAndStream tunnels the consume point is the service's tunnel RPO (the slowest stream
@@ -46,7 +43,8 @@ class TablestoreTunnelConsumePointSensor(BaseSensorOperator):
     :return: (XCom) ``{"tunnel_id", "tunnel_type", "consume_point_ns", "consume_point", "message"}``.
     """
 
-    template_fields: Sequence[str] = ("tablestore_conn_id", "table_name", "tunnel_name", "cutoff", "region")
+    hook_class = TablestoreTunnelHook
+    template_fields: Sequence[str] = tablestore_template_fields("table_name", "tunnel_name", "cutoff")
     ui_color = "#ffd39a"
 
     def __init__(
@@ -57,8 +55,6 @@ class TablestoreTunnelConsumePointSensor(BaseSensorOperator):
         cutoff: datetime | str | int | float | None = None,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         max_wait_seconds: float | None = None,
-        tablestore_conn_id: str = DEFAULT_CONN_ID,
-        region: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -67,26 +63,20 @@ class TablestoreTunnelConsumePointSensor(BaseSensorOperator):
         self.cutoff = cutoff
         self.deferrable = deferrable
         self.max_wait_seconds = max_wait_seconds
-        self.tablestore_conn_id = tablestore_conn_id
-        self.region = region
-
-    @cached_property
-    def hook(self) -> TablestoreTunnelHook:
-        return TablestoreTunnelHook(self.tablestore_conn_id, region=self.region)
 
     def resolve_cutoff_ns(self, context: Context) -> int:
         """The cutoff in ns: ``cutoff``, else ``data_interval_end``, else ``dag_run.run_after``, else now."""
         if self.cutoff not in (None, ""):
-            return to_epoch_ns(self.cutoff)
+            return parse_epoch_ns(self.cutoff)
         interval_end = context.get("data_interval_end")
         if interval_end is not None:
-            return to_epoch_ns(interval_end)
+            return parse_epoch_ns(interval_end)
         dag_run = context.get("dag_run")
         run_after = getattr(dag_run, "run_after", None)
         if run_after is not None:
             self.log.info("Run has no data interval: using run_after %s as the cutoff", run_after)
-            return to_epoch_ns(run_after)
-        return to_epoch_ns(datetime.now(UTC))
+            return parse_epoch_ns(run_after)
+        return parse_epoch_ns(datetime.now(UTC))
 
     def _check(self, cutoff_ns: int) -> ConsumePointCheck:
         with fail_fast():  # credentials, bad parameters, a malformed connection

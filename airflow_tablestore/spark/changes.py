@@ -40,7 +40,7 @@ PK_TYPE = pa.struct([pa.field("name", pa.string()), *_VALUE_FIELDS])
 COLUMN_TYPE = pa.struct([
     pa.field("name", pa.string()),
     pa.field("op", pa.string()),
-    pa.field("timestamp", pa.int64()),
+    pa.field("timestamp", pa.int64()),  # the cell version, in milliseconds since epoch (Tablestore's unit)
     *_VALUE_FIELDS,
 ])
 CHANGE_SCHEMA = pa.schema([
@@ -125,7 +125,7 @@ def record_to_row(record: Record, channel_id: str, chunk: str, index: int) -> di
         item = _typed(col.value)
         item["name"] = col.name
         item["op"] = CellOp(col.op).name
-        item["timestamp"] = col.timestamp
+        item["timestamp"] = col.timestamp_ms
         columns.append(item)
     seq = record.sequence
     return {
@@ -136,7 +136,7 @@ def record_to_row(record: Record, channel_id: str, chunk: str, index: int) -> di
         "primary_key": pk,
         "columns": columns,
         "sequence_epoch": seq.epoch if seq else None,
-        "sequence_timestamp_us": seq.timestamp if seq else None,
+        "sequence_timestamp_us": seq.timestamp_us if seq else None,
         "sequence_row_index": seq.row_index if seq else None,
     }
 
@@ -163,7 +163,7 @@ def records_to_arrow(records: Sequence[Record], channel_id: str, chunk: str, fir
             pk.add(name, value)
         pk_offsets.append(len(pk.names))
         for col in record.columns:
-            cols.add(col.name, col.value, op_names[col.op], col.timestamp)
+            cols.add(col.name, col.value, op_names[col.op], col.timestamp)  # ms (the field, not the property: hot loop)
         col_offsets.append(len(cols.names))
         seq = record.sequence
         if seq is None:
@@ -172,7 +172,7 @@ def records_to_arrow(records: Sequence[Record], channel_id: str, chunk: str, fir
             indexes.append(None)
         else:
             epochs.append(seq.epoch)
-            stamps.append(seq.timestamp)
+            stamps.append(seq.timestamp)  # µs
             indexes.append(seq.row_index)
     n = len(actions)
     arrays = [

@@ -17,9 +17,9 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from airflow_tablestore.client.epoch import ns_to_iso
 from airflow_tablestore.client.errors import (
     ResourceGoneError,
     TablestoreError,
@@ -28,12 +28,12 @@ from airflow_tablestore.client.errors import (
 )
 from airflow_tablestore.client.model import ChannelStatus, TunnelDescription
 from airflow_tablestore.client.progress import BASE, STREAM, consumed_through, full_phase_done
+from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
 from airflow_tablestore.spark.options import JobOptions
 from airflow_tablestore.spark.progress import DEFAULT_INTERVAL_S, RoundProgress
 from airflow_tablestore.spark.reader import CONTROL_DDL, ChannelTask, RoundPlan, round_function
 from airflow_tablestore.spark.session import SessionLostError, TunnelSession
-from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import Sink
 
 log = logging.getLogger("airflow_tablestore.spark")
@@ -83,9 +83,7 @@ class JobSummary:
 
 
 def _fmt_ns(ns: int) -> str:
-    if not ns:
-        return "none"
-    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
+    return ns_to_iso(ns) or "none"
 
 
 def spark_round(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
@@ -103,7 +101,7 @@ class ConsumerJob:
     def __init__(
         self,
         options: JobOptions,
-        settings: TablestoreSettings,
+        settings: ConnectionSettings,
         sink: Sink,
         spark_factory: Callable[[], Any],
         runner: Callable[[Any, RoundPlan], list[dict[str, Any]]] = spark_round,

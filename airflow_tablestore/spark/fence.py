@@ -48,7 +48,7 @@ def fence_value(sequence: SequenceInfo | None) -> str:
     """The fence string of a change: fixed-width hex of (epoch, timestamp µs, row index); base data → "0"."""
     if sequence is None:
         return BASE_FENCE
-    return f"{sequence.epoch:08x}{sequence.timestamp:016x}{sequence.row_index:08x}"
+    return f"{sequence.epoch:08x}{sequence.timestamp_us:016x}{sequence.row_index:08x}"
 
 
 def fenced_write(table: str, record: Record, fence_column: str = FENCE_COLUMN) -> RowWrite | None:
@@ -79,5 +79,5 @@ def is_tombstone(columns: tuple[Column, ...], fence_column: str = FENCE_COLUMN) 
     fences = [c for c in columns if c.name == fence_column]
     if not fences or len(fences) != len(columns):
         return False
-    latest = max(fences, key=lambda c: c.timestamp or 0)
+    latest = max(fences, key=lambda c: c.timestamp_ms or 0)
     return isinstance(latest.value, str) and latest.value.endswith(TOMBSTONE_SUFFIX)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from airflow_tablestore.client.tunnel import to_ns
+from airflow_tablestore.client.epoch import to_ns
 from airflow_tablestore.spark.fence import FENCE_COLUMN
 from airflow_tablestore.spark.settings import SINK_PREFIX
 

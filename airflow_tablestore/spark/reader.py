@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from airflow_tablestore.client.errors import is_transient
-from airflow_tablestore.client.tunnel import FINISHED, enough_data
-from airflow_tablestore.spark.settings import TablestoreSettings
+from airflow_tablestore.client.settings import ConnectionSettings
+from airflow_tablestore.client.tunnel_reads import FINISHED, enough_data
 from airflow_tablestore.spark.sinks import ChannelWriter, Sink
 
 CONTROL_SCHEMA = pa.schema([
@@ -51,7 +51,10 @@ CONTROL_DDL = (
 
 @dataclass(frozen=True)
 class ChannelTask:
-    """One channel to read in a round, from ``start_token`` (the server checkpoint, stored with
+    """One channel's read assignment shipped to a Spark executor (picklable; why its own type: the executor
+    has no session, only this).
+
+    One channel to read in a round, from ``start_token`` (the server checkpoint, stored with
     ``sequence``; the round commits with ``sequence + 1``)."""
 
     channel_id: str
@@ -64,7 +67,7 @@ class ChannelTask:
 class RoundPlan:
     """Everything a Spark task needs; pickled into the task closure (the settings repr masks secrets)."""
 
-    settings: TablestoreSettings
+    settings: ConnectionSettings
     tunnel_id: str
     client_id: str
     tasks: tuple[ChannelTask, ...]

@@ -1,14 +1,19 @@
-"""Where the job finds its Tablestore credentials: environment variables or a JSON file, never argv."""
+"""Where the job finds its Tablestore credentials: environment variables or a JSON file, never argv.
+
+The settings themselves are :class:`airflow_tablestore.client.settings.ConnectionSettings` (also what the Airflow
+hooks parse a connection into); this module only reads and writes them.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.errors import TablestoreClientError
+from airflow_tablestore.client.settings import ConnectionSettings
 
 SOURCE_PREFIX = "TABLESTORE_"
 SINK_PREFIX = "TABLESTORE_SINK_"
@@ -23,64 +28,18 @@ _FIELDS = {
 _REQUIRED = ("endpoint", "instance_name", "access_key_id", "access_key_secret")
 
 
-@dataclass(frozen=True)
-class TablestoreSettings:
-    """Endpoint, instance and credentials of one Tablestore instance. The repr masks the secrets.
-
-    Picklable, so Spark tasks receive it inside the task closure (never through the Spark conf or argv,
-    which the Spark UI and process listings show).
-    """
-
-    endpoint: str
-    instance_name: str
-    access_key_id: str
-    access_key_secret: str = field(repr=False)
-    sts_token: str | None = field(default=None, repr=False)
-    region: str | None = None
-
-    def __repr__(self) -> str:
-        return (
-            f"TablestoreSettings(endpoint={self.endpoint!r}, instance_name={self.instance_name!r}, "
-            f"access_key_id={self.access_key_id!r}, access_key_secret='***', "
-            f"sts_token={'***' if self.sts_token else None!r})"
-        )
-
-    def client_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``TableClient``/``TunnelClient``."""
-        return {
-            "endpoint": self.endpoint,
-            "access_key_id": self.access_key_id,
-            "access_key_secret": self.access_key_secret,
-            "instance_name": self.instance_name,
-            "sts_token": self.sts_token,
-            "region": self.region,
-        }
-
-    def table_client(self, timeout: float | None = None) -> Any:
-        """A ``TableClient`` (``timeout=None``: the client's default)."""
-        from airflow_tablestore.client.table import TableClient
-
-        return TableClient(**self.client_kwargs(), timeout=timeout)
-
-    def tunnel_client(self, timeout: float | None = None) -> Any:
-        """A ``TunnelClient`` (``timeout=None``: the client's default)."""
-        from airflow_tablestore.client.tunnel import TunnelClient
-
-        return TunnelClient(**self.client_kwargs(), timeout=timeout)
-
-
 class SettingsError(TablestoreClientError):
     """Missing or malformed Tablestore settings (a configuration mistake: no retry can fix it)."""
 
 
-def _build(values: dict[str, Any], where: str) -> TablestoreSettings:
+def _build(values: dict[str, Any], where: str) -> ConnectionSettings:
     missing = [name for name in _REQUIRED if not values.get(name)]
     if missing:
         raise SettingsError(
             f"missing Tablestore settings {', '.join(missing)} in {where}; set them as environment "
             "variables or in the --credentials-file JSON (never as command-line arguments)"
         )
-    return TablestoreSettings(
+    return ConnectionSettings(
         endpoint=str(values["endpoint"]),
         instance_name=str(values["instance_name"]),
         access_key_id=str(values["access_key_id"]),
@@ -90,7 +49,7 @@ def _build(values: dict[str, Any], where: str) -> TablestoreSettings:
     )
 
 
-def from_env(prefix: str = SOURCE_PREFIX, environ: dict[str, str] | None = None) -> TablestoreSettings:
+def from_env(prefix: str = SOURCE_PREFIX, environ: dict[str, str] | None = None) -> ConnectionSettings:
     """Read ``<prefix>ENDPOINT``, ``INSTANCE``, ``ACCESS_KEY_ID``, ``ACCESS_KEY_SECRET`` [, ``STS_TOKEN``,
     ``REGION``]."""
     env = os.environ if environ is None else environ
@@ -108,7 +67,7 @@ class MissingSection(SettingsError):
     """The credentials file has no object for the requested section (only then may a sink fall back)."""
 
 
-def from_file(path: str | os.PathLike[str], section: str = "source") -> TablestoreSettings:
+def from_file(path: str | os.PathLike[str], section: str = "source") -> ConnectionSettings:
     """Read a JSON file ``{"source": {...}, "sink": {...}}`` (or one flat object used for both).
 
     Keys: ``endpoint``, ``instance_name`` (or ``instance``), ``access_key_id``, ``access_key_secret``,
@@ -131,8 +90,8 @@ def from_file(path: str | os.PathLike[str], section: str = "source") -> Tablesto
 
 
 def load(
-    *, credentials_file: str | None, section: str, env_prefix: str, fallback: TablestoreSettings | None = None
-) -> TablestoreSettings:
+    *, credentials_file: str | None, section: str, env_prefix: str, fallback: ConnectionSettings | None = None
+) -> ConnectionSettings:
     """Settings for ``section`` ("source" or "sink"): the file if given, else ``env_prefix`` variables, else
     ``fallback`` (a sink on the same instance as the source).
 
@@ -156,7 +115,7 @@ def _endpoint_key(endpoint: str) -> str:
     return endpoint.strip().rstrip("/").lower()
 
 
-def same_instance(a: TablestoreSettings, b: TablestoreSettings) -> bool:
+def same_instance(a: ConnectionSettings, b: ConnectionSettings) -> bool:
     """True when both settings address the same instance (endpoint and instance name)."""
     return _endpoint_key(a.endpoint) == _endpoint_key(b.endpoint) and a.instance_name == b.instance_name
 
@@ -164,7 +123,7 @@ def same_instance(a: TablestoreSettings, b: TablestoreSettings) -> bool:
 def write_credentials_file(directory: str | os.PathLike[str], source: Any, sink: Any | None = None) -> Path:
     """Write ``{"source": {...}[, "sink": {...}]}`` (the :func:`from_file` format) to a new file readable only
     by this user in ``directory``; ``source``/``sink`` are objects with this module's field names (for example
-    the Airflow hook's ``TablestoreConnectionConfig``). Returns its path; the caller deletes it."""
+    the Airflow hook's ``ConnectionSettings``). Returns its path; the caller deletes it."""
     def block(settings: Any) -> dict[str, Any]:
         return {name: getattr(settings, name) for name in _FIELDS if getattr(settings, name, None)}
 
@@ -176,3 +135,6 @@ def write_credentials_file(directory: str | os.PathLike[str], source: Any, sink:
     with os.fdopen(fd, "w") as handle:
         json.dump(data, handle)
     return path
+
+
+__getattr__ = moved_names(__name__, {"TablestoreSettings": "airflow_tablestore.client.settings:ConnectionSettings"})

@@ -16,9 +16,9 @@ from typing import Any
 
 from airflow_tablestore.client.errors import BatchWriteError
 from airflow_tablestore.client.model import PrimaryKey, Record, RowWrite
+from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.spark.changes import record_to_write
 from airflow_tablestore.spark.fence import CONDITION_FAILED, FENCE_COLUMN, fenced_write
-from airflow_tablestore.spark.settings import TablestoreSettings
 
 FLUSH_ROWS = 1000
 """Buffered writes per ``write_rows`` call (it chunks them into legal ≤200-row batches)."""
@@ -82,7 +82,7 @@ class _TablestoreWriter:
 class TablestoreSink:
     """Replicate into ``table`` of the instance described by ``settings``, fenced by ``fence_column``."""
 
-    settings: TablestoreSettings
+    settings: ConnectionSettings
     table: str
     request_timeout: float = 60.0
     fence_column: str = FENCE_COLUMN

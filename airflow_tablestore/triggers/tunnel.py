@@ -18,7 +18,8 @@ from airflow_tablestore.client.errors import (
     TunnelExpiredError,
 )
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
-from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, tunnel_problem_message
+from airflow_tablestore.hooks.consume_point import tunnel_problem_message
+from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 
 #: Errors worth another poll (the next poll may succeed); anything else ends the wait with an error event.
 TRANSIENT_ERRORS: tuple[type[Exception], ...] = (ThrottledError, ServerError, TablestoreNetworkError)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from airflow_helpers import own_emulator, unique
 
-from airflow_tablestore.hooks.tunnel import to_epoch_ns
+from airflow_tablestore.client.epoch import parse_epoch_ns as to_epoch_ns
 
 DAGS_FOLDER = Path(__file__).resolve().parents[1] / "dags"
 AIRFLOW = [str(Path(sys.executable).parent / "airflow")]
@@ -123,7 +123,7 @@ def test_dags_test_create_table_tunnel_and_deferred_sensor(
     forward and a real TunnelWorker consumes the tunnel: its checkpoints carry the consume point past the
     cutoff and the inline trigger fires.
     """
-    from airflow_tablestore.client.worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
+    from airflow_tablestore.client.tunnel_worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
 
     table, tunnel = unique("e2e"), "e2e_tunnel"
     cutoff = datetime.now(UTC) + timedelta(hours=1)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from airflow_tablestore.client.epoch import to_ns
 from airflow_tablestore.client.errors import (
     AlreadyExistsError,
     ResourceGoneError,
@@ -30,7 +31,8 @@ from airflow_tablestore.client.model import (
     TunnelStage,
     TunnelType,
 )
-from airflow_tablestore.client.tunnel import FINISHED, Channel, TunnelClient, is_stream_token, to_ns
+from airflow_tablestore.client.tunnel import Channel, TunnelClient
+from airflow_tablestore.client.tunnel_reads import FINISHED, is_stream_token
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _ots_tunnel_pb2
 

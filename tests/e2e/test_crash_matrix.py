@@ -40,7 +40,7 @@ from airflow_tablestore.spark.consumer import application_path
 from airflow_tablestore.spark.sinks import read_change_log
 from demo import replication as demo
 
-from .conftest import BIN, FAST_JVM, _wait_until_gone, base_rows, consumer_env
+from .spark_runs import BIN, FAST_JVM, base_rows, consumer_env, wait_until_gone
 
 pytestmark = pytest.mark.slow
 
@@ -139,7 +139,7 @@ def run_killed(world: World, args: list[str], kill: Kill) -> None:
     finally:
         emulator.listeners.remove(listen)
     if fired.is_set():
-        _wait_until_gone(proc.pid)
+        wait_until_gone(proc.pid)
         kill.reached = f"after answer {kill.nth} to {kill.path} (+{kill.delay_s * 1000:.0f} ms)"
     else:
         assert code == 0, out[-6000:]

@@ -16,7 +16,7 @@ from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks import read_change_log
 from demo import replication as demo
 
-from .conftest import base_rows, run_consumer
+from .spark_runs import base_rows, run_consumer
 
 pytestmark = pytest.mark.slow
 ROWS = 1500

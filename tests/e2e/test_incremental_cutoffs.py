@@ -15,17 +15,17 @@ from typing import Any
 import pytest
 from replication_helpers import make_source, stream_changes, write_key
 
+from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.driver import ConsumerJob, JobSummary
 from airflow_tablestore.spark.options import parse_args
-from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import ParquetSink, read_change_log
 from demo import replication as demo
 
-from .conftest import FAST_JVM, base_rows
+from .spark_runs import FAST_JVM, base_rows
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +47,7 @@ def spark() -> Iterator[Any]:
 
 
 def _run(spark: Any, tablestore_emulator: EmulatorProcess, path: Path, *argv: str) -> JobSummary:
-    settings = TablestoreSettings(tablestore_emulator.endpoint, tablestore_emulator.instance, tablestore_emulator.access_key_id,
+    settings = ConnectionSettings(tablestore_emulator.endpoint, tablestore_emulator.instance, tablestore_emulator.access_key_id,
                                   tablestore_emulator.access_key_secret)
     options = parse_args([*argv, "--sink", "parquet", "--sink-path", str(path), "--heartbeat-interval", "1",
                           "--records-per-channel", "60", "--idle-wait", "0.2"])

@@ -19,7 +19,7 @@ from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks import read_change_log
 from demo import replication as demo
 
-from .conftest import FAST_JVM, base_rows
+from .spark_runs import FAST_JVM, base_rows
 
 pytestmark = pytest.mark.slow
 ROWS = 1200

@@ -46,7 +46,7 @@ from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks import read_change_log
 from demo import replication as demo
 
-from .conftest import FAST_JVM
+from .spark_runs import FAST_JVM
 
 pytestmark = pytest.mark.slow
 DAG_ID = "tablestore_replication"

@@ -23,7 +23,7 @@ from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.consumer import application_path
 from demo import replication as demo
 
-from .conftest import BIN, FAST_JVM, consumer_env
+from .spark_runs import BIN, FAST_JVM, consumer_env
 
 pytestmark = pytest.mark.slow
 ROWS = 3000

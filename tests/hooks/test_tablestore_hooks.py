@@ -11,6 +11,7 @@ import pytest
 from airflow.sdk import Connection
 from airflow.sdk.log import redact
 
+from airflow_tablestore.client.epoch import parse_epoch_ns as to_epoch_ns
 from airflow_tablestore.client.errors import TunnelExpiredError, TunnelNotFoundError
 from airflow_tablestore.client.model import (
     ChannelInfo,
@@ -20,15 +21,16 @@ from airflow_tablestore.client.model import (
     TunnelStage,
     TunnelType,
 )
+from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.hooks.base import (
     TablestoreBaseHook,
-    TablestoreConnectionConfig,
     TablestoreConnectionError,
     normalize_endpoint,
     parse_connection,
 )
+from airflow_tablestore.hooks.consume_point import evaluate_consume_point
 from airflow_tablestore.hooks.table import TablestoreHook
-from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, evaluate_consume_point, to_epoch_ns
+from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 
 SECRET = "sEcReT-access-key-0123456789"
 TOKEN = "sts-TOKEN-abcdefghijklmnop"
@@ -47,7 +49,7 @@ def _conn(**overrides: Any) -> Connection:
     return Connection(**fields)
 
 
-def _parse(conn: Connection, **kwargs: Any) -> TablestoreConnectionConfig:
+def _parse(conn: Connection, **kwargs: Any) -> ConnectionSettings:
     return parse_connection(conn, json.loads(conn.extra or "{}"), **kwargs)
 
 
@@ -146,7 +148,8 @@ def test_hook_registers_secret_and_sts_token_with_airflow_masking() -> None:
     secret, token = "hook-only-secret-9f8e7d6c", "hook-only-token-1a2b3c4d"
     hook = TablestoreHook("ts")
     # Values that never went through an Airflow Connection: only the hook can have registered them.
-    hook._register(TablestoreConnectionConfig("https://h", "LTAIx", secret, "i", sts_token=token))
+    hook._register(ConnectionSettings(endpoint="https://h", access_key_id="LTAIx", access_key_secret=secret,
+                                      instance_name="i", sts_token=token))
     redacted = redact(f"key={secret} token={token} id=LTAIx")
     assert secret not in redacted and token not in redacted
     assert "***" in redacted and "LTAIx" in redacted

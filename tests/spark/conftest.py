@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from replication_helpers import unique  # noqa: F401 - shared fixture
 
+from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.settings import TablestoreSettings
 
 
 @pytest.fixture(scope="module")
@@ -19,6 +18,6 @@ def tablestore_emulator() -> Iterator[EmulatorProcess]:
 
 
 @pytest.fixture(scope="module")
-def settings(tablestore_emulator: EmulatorProcess) -> TablestoreSettings:
-    return TablestoreSettings(tablestore_emulator.endpoint, tablestore_emulator.instance, tablestore_emulator.access_key_id,
+def settings(tablestore_emulator: EmulatorProcess) -> ConnectionSettings:
+    return ConnectionSettings(tablestore_emulator.endpoint, tablestore_emulator.instance, tablestore_emulator.access_key_id,
                               tablestore_emulator.access_key_secret)

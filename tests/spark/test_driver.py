@@ -12,11 +12,11 @@ import pytest
 from replication_helpers import make_replica, make_source, stream_changes, write_key
 
 from airflow_tablestore.client.model import ChannelStatus, TunnelStage
+from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.driver import ConsumerJob, JobError
 from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.reader import RoundPlan, run_round_locally
-from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import ParquetSink, TablestoreSink, read_change_log
 from demo import replication as demo
 
@@ -28,7 +28,7 @@ def local_runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
     return run_round_locally(plan)
 
 
-def job(settings: TablestoreSettings, sink: Any, *argv: str, calls: list[int] | None = None) -> ConsumerJob:
+def job(settings: ConnectionSettings, sink: Any, *argv: str, calls: list[int] | None = None) -> ConsumerJob:
     def factory() -> str:
         if calls is not None:
             calls.append(1)
@@ -39,7 +39,7 @@ def job(settings: TablestoreSettings, sink: Any, *argv: str, calls: list[int] | 
 
 
 def test_full_then_incremental_replicates_every_version(tablestore_client: Any, tablestore_tunnel_client: Any,
-                                                        settings: TablestoreSettings, unique: Any) -> None:
+                                                        settings: ConnectionSettings, unique: Any) -> None:
     src, dst, tunnel = unique("src"), unique("dst"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
     make_replica(tablestore_client, src, dst)
@@ -62,7 +62,7 @@ def test_full_then_incremental_replicates_every_version(tablestore_client: Any, 
 
 
 def test_done_phases_exit_without_starting_spark(tablestore_client: Any, tablestore_tunnel_client: Any,
-                                                 settings: TablestoreSettings, unique: Any, tmp_path: Path) -> None:
+                                                 settings: ConnectionSettings, unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 50)
     sink = ParquetSink(str(tmp_path))
@@ -79,7 +79,7 @@ def test_done_phases_exit_without_starting_spark(tablestore_client: Any, tablest
 
 
 def test_successive_cutoffs_give_exact_union(tablestore_client: Any, tablestore_tunnel_client: Any,
-                                             settings: TablestoreSettings, unique: Any, tmp_path: Path) -> None:
+                                             settings: ConnectionSettings, unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 300)
     sink = ParquetSink(str(tmp_path))
@@ -105,7 +105,7 @@ def test_successive_cutoffs_give_exact_union(tablestore_client: Any, tablestore_
 
 
 def test_max_parallel_channels_rotates_through_channels(tablestore_client: Any, tablestore_tunnel_client: Any,
-                                                        settings: TablestoreSettings, unique: Any,
+                                                        settings: ConnectionSettings, unique: Any,
                                                         tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
@@ -124,7 +124,7 @@ def test_max_parallel_channels_rotates_through_channels(tablestore_client: Any, 
     assert len(arrow_to_records(read_change_log(str(tmp_path)))) == ROWS
 
 
-def test_missing_tunnel_is_a_clear_error(tablestore_client: Any, settings: TablestoreSettings, unique: Any,
+def test_missing_tunnel_is_a_clear_error(tablestore_client: Any, settings: ConnectionSettings, unique: Any,
                                          tmp_path: Path) -> None:
     src = unique("src")
     demo.create_source_table(tablestore_client, src)
@@ -134,7 +134,7 @@ def test_missing_tunnel_is_a_clear_error(tablestore_client: Any, settings: Table
 
 
 def test_incremental_before_full_is_refused(tablestore_client: Any, tablestore_tunnel_client: Any,
-                                            settings: TablestoreSettings, unique: Any, tmp_path: Path) -> None:
+                                            settings: ConnectionSettings, unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 20)
     with pytest.raises(JobError, match="run --phase full first"):
@@ -143,7 +143,7 @@ def test_incremental_before_full_is_refused(tablestore_client: Any, tablestore_t
 
 
 def test_missing_sink_table_fails_before_reading(tablestore_client: Any, tablestore_tunnel_client: Any,
-                                                 settings: TablestoreSettings, unique: Any) -> None:
+                                                 settings: ConnectionSettings, unique: Any) -> None:
     src, tunnel = unique("src"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 20)
     calls: list[int] = []
@@ -155,7 +155,7 @@ def test_missing_sink_table_fails_before_reading(tablestore_client: Any, tablest
 
 
 def test_lost_session_reconnects_and_replays_without_duplicates(tablestore_emulator: Any, tablestore_client: Any,
-                                                                tablestore_tunnel_client: Any, settings: TablestoreSettings,
+                                                                tablestore_tunnel_client: Any, settings: ConnectionSettings,
                                                                 unique: Any, tmp_path: Path) -> None:
     """The server forgets the client after the first round was written (time jumps past the client timeout):
     nothing of that round is checkpointed, the driver reconnects and replays it; the change log stays exact."""
@@ -182,7 +182,7 @@ def test_lost_session_reconnects_and_replays_without_duplicates(tablestore_emula
 
 
 def test_resource_gone_wrapped_by_spark_reconnects_and_replays(tablestore_client: Any, tablestore_tunnel_client: Any,
-                                                               settings: TablestoreSettings, unique: Any,
+                                                               settings: ConnectionSettings, unique: Any,
                                                                tmp_path: Path) -> None:
     """With real Spark a lost channel reaches the driver wrapped in a Py4J/Python task exception: the driver
     must reconnect and replay the round, not exit 1 (seen when two DAG runs consumed one tunnel at once)."""
@@ -212,7 +212,7 @@ def test_resource_gone_wrapped_by_spark_reconnects_and_replays(tablestore_client
 
 
 def test_a_long_round_logs_progress(tablestore_emulator: Any, tablestore_client: Any, tablestore_tunnel_client: Any,
-                                    settings: TablestoreSettings, unique: Any, tmp_path: Path,
+                                    settings: ConnectionSettings, unique: Any, tmp_path: Path,
                                     caplog: pytest.LogCaptureFixture) -> None:
     """A round is one Spark job: while it runs, the driver logs a progress line at a fixed interval (10 s by
     default; 0.2 s here), with the stream channels' checkpointed lag behind the cutoff."""
@@ -244,7 +244,7 @@ def test_a_long_round_logs_progress(tablestore_emulator: Any, tablestore_client:
 
 
 def test_a_second_consumer_waits_for_the_first_and_says_whose_channels_it_waits_for(
-        tablestore_client: Any, tablestore_tunnel_client: Any, settings: TablestoreSettings, unique: Any,
+        tablestore_client: Any, tablestore_tunnel_client: Any, settings: ConnectionSettings, unique: Any,
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Two runs of the DAG on one tunnel at once: the second one waits (and logs who holds the channels) until
     the first lets go, then completes; it never fails."""
@@ -270,7 +270,7 @@ def test_a_second_consumer_waits_for_the_first_and_says_whose_channels_it_waits_
 
 
 def test_rounds_are_bounded_by_bytes_as_well_as_records(tablestore_client: Any, tablestore_tunnel_client: Any,
-                                                        settings: TablestoreSettings, unique: Any,
+                                                        settings: ConnectionSettings, unique: Any,
                                                         tmp_path: Path) -> None:
     """--bytes-per-channel ends a channel's round once that many bytes were read (large rows would otherwise
     fill an executor with --records-per-channel rows); the rounds still replicate everything exactly once."""
@@ -302,7 +302,7 @@ def test_other_spark_failures_are_not_retried_as_session_loss() -> None:
 
 
 def test_expired_tunnel_fails_clearly_without_spark(tablestore_emulator: Any, tablestore_client: Any, tablestore_tunnel_client: Any,
-                                                    settings: TablestoreSettings, unique: Any,
+                                                    settings: ConnectionSettings, unique: Any,
                                                     tmp_path: Path) -> None:
     """Run last in this module: it moves the emulator clock 3 hours forward."""
     src, tunnel = unique("src"), unique("tun")

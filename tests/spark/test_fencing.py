@@ -19,12 +19,12 @@ import pytest
 from replication_helpers import make_replica, make_source, stream_changes, write_key
 
 from airflow_tablestore.client.model import Column, Record, RowWrite, WriteType
+from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.driver import ConsumerJob
 from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.reader import RoundPlan, run_round_locally
-from airflow_tablestore.spark.settings import TablestoreSettings
 from airflow_tablestore.spark.sinks import ChannelWriter, ParquetSink, Sink, TablestoreSink, read_change_log
 from demo import replication as demo
 
@@ -100,7 +100,7 @@ def emulator_now(tablestore_emulator: EmulatorProcess) -> str:
 
 
 def run_stale_driver_scenario(tablestore_emulator: EmulatorProcess, tablestore_client: Any,
-                              tablestore_tunnel_client: Any, settings: TablestoreSettings, src: str, tunnel: str,
+                              tablestore_tunnel_client: Any, settings: ConnectionSettings, src: str, tunnel: str,
                               sink: Sink, args: list[str]) -> tuple[list[RowWrite], ConsumerJob]:
     """Driver A reads the first changes and stalls before writing; newer changes arrive; A's client times out;
     driver B takes the channels over and replicates everything; then A's executors write their (old) records
@@ -145,7 +145,7 @@ def run_stale_driver_scenario(tablestore_emulator: EmulatorProcess, tablestore_c
 
 @pytest.mark.parametrize("fenced", [True, False], ids=["fenced", "unfenced-control"])
 def test_stale_driver_cannot_roll_the_replica_back(tablestore_emulator: EmulatorProcess, tablestore_client: Any,
-                                                   tablestore_tunnel_client: Any, settings: TablestoreSettings,
+                                                   tablestore_tunnel_client: Any, settings: ConnectionSettings,
                                                    unique: Any, fenced: bool) -> None:
     src, dst, tunnel = unique("src"), unique("dst"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, HOT_ROWS)
@@ -164,7 +164,7 @@ def test_stale_driver_cannot_roll_the_replica_back(tablestore_emulator: Emulator
 
 def test_stale_driver_cannot_publish_a_second_version_of_a_change(
         tablestore_emulator: EmulatorProcess, tablestore_client: Any, tablestore_tunnel_client: Any,
-        settings: TablestoreSettings, unique: Any, tmp_path: Path) -> None:
+        settings: ConnectionSettings, unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
     path = str(tmp_path / "log")
     sink = ParquetSink(path)
@@ -183,7 +183,7 @@ def test_stale_driver_cannot_publish_a_second_version_of_a_change(
 @pytest.mark.parametrize("fenced", [True, False], ids=["fenced", "unfenced-control"])
 def test_a_write_executed_after_its_client_gave_up_is_refused(
         tablestore_emulator: EmulatorProcess, tablestore_client: Any, tablestore_tunnel_client: Any,
-        settings: TablestoreSettings, unique: Any, fenced: bool) -> None:
+        settings: ConnectionSettings, unique: Any, fenced: bool) -> None:
     """The emulator holds the sink's first BatchWriteRow for 6 s and then executes it; the client gave up
     after 2 s, re-sent it and went on writing newer changes of the same rows."""
     src, dst, tunnel = unique("src"), unique("dst"), unique("tun")
@@ -221,7 +221,7 @@ def add_random_faults(control: Any, *, seed: int, timeout_delay_s: float) -> Non
 
 @pytest.mark.parametrize("sink_type", ["tablestore", "parquet"])
 def test_replication_completes_under_ten_percent_faults(tablestore_emulator: EmulatorProcess, tablestore_client: Any,
-                                                        tablestore_tunnel_client: Any, settings: TablestoreSettings,
+                                                        tablestore_tunnel_client: Any, settings: ConnectionSettings,
                                                         unique: Any, tmp_path: Path, sink_type: str) -> None:
     src, dst, tunnel = unique("src"), unique("dst"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 600)

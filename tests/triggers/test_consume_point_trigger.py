@@ -51,7 +51,7 @@ def test_serialize_round_trip_keeps_complete_configuration() -> None:
 def test_success_once_a_real_consumer_passes_the_cutoff(
     tablestore_airflow_conn: str, stream_table: str, tablestore_client: Any, tablestore_tunnel_client: Any
 ) -> None:
-    from airflow_tablestore.client.worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
+    from airflow_tablestore.client.tunnel_worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
 
     # A change from before the tunnel existed: a Stream tunnel starts at "latest" and must not deliver it.
     tablestore_client.put_row(stream_table, (("id", "before"), ("seq", -1)), [("v", -1)])
@@ -81,7 +81,7 @@ def test_success_once_a_real_consumer_passes_the_cutoff(
 def test_base_data_tunnel_succeeds_once_every_channel_terminated(
     tablestore_airflow_conn: str, stream_table: str, tablestore_client: Any, tablestore_tunnel_client: Any
 ) -> None:
-    from airflow_tablestore.client.worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
+    from airflow_tablestore.client.tunnel_worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
 
     for i in range(30):
         tablestore_client.put_row(stream_table, (("id", f"b{i}"), ("seq", i)), [("v", i)])

@@ -12,6 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from airflow_tablestore.client.backoff import Backoff
 from airflow_tablestore.client.errors import NotFoundError, TablestoreError, TrimmedDataError
 from airflow_tablestore.client.model import Record
 from airflow_tablestore.client.stream import StreamClient
@@ -210,7 +211,7 @@ class ShardConsumer:
 
     def _backoff(self) -> float:
         low, high = self.config.processor_retry_s
-        return float(min(high, low * (2 ** min(self._failures - 1, 20))))
+        return Backoff(base_s=low, factor=2.0, jitter=0.0, max_s=high).delay(self._failures - 1)
 
     def _initialize(self) -> float:
         checkpoint = self.holder.lease.checkpoint

@@ -1,30 +1,34 @@
-"""The tunnel worker: consume a whole tunnel (all channels, both phases) with your processor.
+"""Deprecated alias of :mod:`airflow_tablestore.client.tunnel_worker` (renamed; kept for one release).
 
-    from airflow_tablestore.client.worker import TunnelWorker, TunnelWorkerConfig, CallbackProcessor
-
-    worker = TunnelWorker(tunnel_client, tunnel_id, CallbackProcessor(handle_batch))
-    worker.run()          # or worker.start() ... worker.shutdown()
+``import airflow_tablestore.client.worker`` and its submodules (``.worker``, ``.channel``, ``.config``, ...)
+still work and resolve to the same module objects under ``tunnel_worker``, with a ``DeprecationWarning``.
 """
 
-from airflow_tablestore.client.worker.config import Backoff, TunnelWorkerConfig
-from airflow_tablestore.client.worker.metrics import MetricsSnapshot
-from airflow_tablestore.client.worker.processor import (
-    CallbackProcessor,
-    ChannelContext,
-    ChannelProcessor,
-    ProcessorFactory,
-)
-from airflow_tablestore.client.worker.worker import FATAL_CODES, TunnelWorker, TunnelWorkerError
+from __future__ import annotations
 
-__all__ = [
-    "FATAL_CODES",
-    "Backoff",
-    "CallbackProcessor",
-    "ChannelContext",
-    "ChannelProcessor",
-    "MetricsSnapshot",
-    "ProcessorFactory",
-    "TunnelWorker",
-    "TunnelWorkerConfig",
-    "TunnelWorkerError",
-]
+import importlib
+import sys
+import warnings
+
+_NEW = "airflow_tablestore.client.tunnel_worker"
+_SUBMODULES = {
+    "channel": f"{_NEW}.channel",
+    "checkpointer": f"{_NEW}.checkpointer",
+    "config": f"{_NEW}.config",
+    "metrics": f"{_NEW}.metrics",
+    "processor": f"{_NEW}.processor",
+    "worker": f"{_NEW}.worker",
+    "state": "airflow_tablestore.client.tunnel_session",
+}
+
+warnings.warn(
+    f"airflow_tablestore.client.worker is deprecated; import from {_NEW} instead",
+    DeprecationWarning,
+    stacklevel=2,
+)
+
+for _name, _target in _SUBMODULES.items():
+    sys.modules[f"{__name__}.{_name}"] = importlib.import_module(_target)
+
+from airflow_tablestore.client.tunnel_worker import *  # noqa: E402,F403
+from airflow_tablestore.client.tunnel_worker import __all__  # noqa: E402,F401

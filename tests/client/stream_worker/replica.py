@@ -9,7 +9,9 @@ from __future__ import annotations
 import random
 import sys
 import threading
+import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from replication_helpers import apply_records  # as a script: the caller puts tests/ on PYTHONPATH
@@ -204,3 +206,15 @@ def _main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _main(sys.argv[1:])
+
+
+def wait_until(check: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
+    """Poll ``check`` until truthy; fail with ``what`` after ``timeout`` seconds (no timing assertions)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)

@@ -18,8 +18,7 @@ from airflow_tablestore.client.stream_worker import SHARD_END, LeaseManager, Str
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
-from .conftest import wait_until
-from .replica import Sink, Writer, fast_config, scan, schema
+from .replica import Sink, Writer, fast_config, scan, schema, wait_until
 
 REPLICA_SCRIPT = Path(__file__).with_name("replica.py")
 

@@ -33,8 +33,7 @@ from airflow_tablestore.client.stream_worker import (
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
-from .conftest import wait_until
-from .replica import Sink, Writer, fast_config, scan, schema, stream_contents
+from .replica import Sink, Writer, fast_config, scan, schema, stream_contents, wait_until
 
 ATTRIBUTES = {"Checkpoint", "LeaseCounter", "LeaseOwner", "LeaseStealer", "ParentShardIds"}
 

@@ -24,17 +24,22 @@ from airflow_tablestore.client.errors import (
     TunnelNotFoundError,
 )
 from airflow_tablestore.client.model import ChannelStatus
-from airflow_tablestore.client.tunnel import FINISHED, Channel, TunnelClient, is_stream_token
+from airflow_tablestore.client.tunnel import Channel, TunnelClient
+from airflow_tablestore.client.tunnel_reads import FINISHED, is_stream_token
 from airflow_tablestore.client.tunnel_session import merge_channels
-from airflow_tablestore.client.worker.channel import (
+from airflow_tablestore.client.tunnel_worker.channel import (
     THREAD_PREFIX,
     ChannelConsumer,
     ConsumerState,
     new_trace_id,
 )
-from airflow_tablestore.client.worker.config import TunnelWorkerConfig
-from airflow_tablestore.client.worker.metrics import MetricsSnapshot, WorkerMetrics
-from airflow_tablestore.client.worker.processor import ChannelContext, ChannelProcessor, ProcessorFactory
+from airflow_tablestore.client.tunnel_worker.config import TunnelWorkerConfig
+from airflow_tablestore.client.tunnel_worker.metrics import MetricsSnapshot, WorkerMetrics
+from airflow_tablestore.client.tunnel_worker.processor import (
+    ChannelContext,
+    ChannelProcessor,
+    ProcessorFactory,
+)
 
 log = logging.getLogger(__name__)
 

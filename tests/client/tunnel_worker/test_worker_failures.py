@@ -12,11 +12,10 @@ from airflow_tablestore.client.errors import InvalidParameterError
 from airflow_tablestore.client.model import ChannelStatus, Column, Record, TunnelStage, TunnelType
 from airflow_tablestore.client.table import TableClient
 from airflow_tablestore.client.tunnel import Channel, TunnelClient
-from airflow_tablestore.client.worker import ChannelContext, TunnelWorker, TunnelWorkerError
+from airflow_tablestore.client.tunnel_worker import ChannelContext, TunnelWorker, TunnelWorkerError
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
-from .conftest import EMULATOR_ARGS, fast_config
-from .helpers import RecordingProcessor, full_scan, table_schema
+from .helpers import EMULATOR_ARGS, RecordingProcessor, fast_config, full_scan, table_schema
 from .test_worker_replication import BASE_MS, load_base_rows, mutate, wait_for
 
 
@@ -43,9 +42,9 @@ def _stream_tunnel(tablestore_client: Any, tablestore_tunnel_client: TunnelClien
 
 
 def test_processor_error_redelivers_after_last_checkpoint_in_order(
-    tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str
+    tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique_table: str
 ) -> None:
-    table = f"{unique}p"
+    table = f"{unique_table}p"
     tablestore_client.create_table(table_schema(table))
     _put(tablestore_client, table, "a", range(60))
     tunnel_id = tablestore_tunnel_client.create_tunnel(table, "p", TunnelType.BASE_DATA)
@@ -80,11 +79,11 @@ def test_processor_error_redelivers_after_last_checkpoint_in_order(
     assert set(failed_batch) <= set(delivered)
 
 
-def test_expired_tunnel_stops_the_worker_with_a_clear_error(own_emulator: EmulatorProcess, unique: str) -> None:
+def test_expired_tunnel_stops_the_worker_with_a_clear_error(own_emulator: EmulatorProcess, unique_table: str) -> None:
     tablestore_client = TableClient(**own_emulator.client_kwargs)
     tablestore_tunnel_client = TunnelClient(**own_emulator.client_kwargs)
     tablestore_emulator = own_emulator
-    table = f"{unique}x"
+    table = f"{unique_table}x"
     tablestore_client.create_table(table_schema(table))
     load_base_rows(tablestore_client, table, 5)
     tunnel_id = tablestore_tunnel_client.create_tunnel(table, "x", TunnelType.BASE_AND_STREAM)
@@ -99,9 +98,9 @@ def test_expired_tunnel_stops_the_worker_with_a_clear_error(own_emulator: Emulat
 
 
 def test_partition_split_parent_before_children(
-    tablestore_emulator: EmulatorProcess, tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str
+    tablestore_emulator: EmulatorProcess, tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique_table: str
 ) -> None:
-    table = f"{unique}s"
+    table = f"{unique_table}s"
     tunnel_id = _stream_tunnel(tablestore_client, tablestore_tunnel_client, table, "s")
     processor = RecordingProcessor()
     with TunnelWorker(tablestore_tunnel_client, tunnel_id, processor, fast_config()):
@@ -126,10 +125,10 @@ def test_partition_split_parent_before_children(
 
 
 @pytest.mark.slow
-def test_worker_recovers_from_an_emulator_restart(own_emulator: EmulatorProcess, unique: str) -> None:
+def test_worker_recovers_from_an_emulator_restart(own_emulator: EmulatorProcess, unique_table: str) -> None:
     tables = TableClient(**own_emulator.client_kwargs)
     tunnels = TunnelClient(**own_emulator.client_kwargs)
-    source, replica = f"{unique}src", f"{unique}dst"
+    source, replica = f"{unique_table}src", f"{unique_table}dst"
     tables.create_table(table_schema(source))
     tables.create_table(table_schema(replica, stream=False))
     load_base_rows(tables, source, 120)
@@ -148,9 +147,9 @@ def test_worker_recovers_from_an_emulator_restart(own_emulator: EmulatorProcess,
 
 
 def test_worker_rides_out_faults_and_reconnects_after_resource_gone(
-    tablestore_emulator: EmulatorProcess, tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str
+    tablestore_emulator: EmulatorProcess, tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique_table: str
 ) -> None:
-    table = f"{unique}g"
+    table = f"{unique_table}g"
     tunnel_id = _stream_tunnel(tablestore_client, tablestore_tunnel_client, table, "g")
     processor = RecordingProcessor()
     ctl = tablestore_emulator.control
@@ -176,9 +175,9 @@ def test_worker_rides_out_faults_and_reconnects_after_resource_gone(
 
 
 def test_local_heartbeat_watchdog_reconnects(
-    tablestore_emulator: EmulatorProcess, tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str
+    tablestore_emulator: EmulatorProcess, tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique_table: str
 ) -> None:
-    table = f"{unique}h"
+    table = f"{unique_table}h"
     tunnel_id = _stream_tunnel(tablestore_client, tablestore_tunnel_client, table, "h")
     processor = RecordingProcessor()
     with TunnelWorker(tablestore_tunnel_client, tunnel_id, processor, fast_config()) as worker:
@@ -196,9 +195,9 @@ def test_local_heartbeat_watchdog_reconnects(
 
 
 def test_closing_channel_stops_flushes_and_reports_close(
-    tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str
+    tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique_table: str
 ) -> None:
-    table = f"{unique}c"
+    table = f"{unique_table}c"
     tunnel_id = _stream_tunnel(tablestore_client, tablestore_tunnel_client, table, "c")
     processor = RecordingProcessor()
     # Periodic checkpoints effectively off: only the flush on close can store progress.
@@ -222,13 +221,13 @@ def test_closing_channel_stops_flushes_and_reports_close(
     tablestore_tunnel_client.shutdown(tunnel_id, probe)
 
 
-def test_deleted_tunnel_is_fatal_with_advice(tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str) -> None:
+def test_deleted_tunnel_is_fatal_with_advice(tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique_table: str) -> None:
     worker = TunnelWorker(tablestore_tunnel_client, "no-such-tunnel-id", RecordingProcessor(), fast_config())
     with pytest.raises(TunnelWorkerError) as missing:
         worker.run()
     assert missing.value.code == "OTSParameterInvalid" and "does not exist" in str(missing.value)
 
-    table = f"{unique}d"
+    table = f"{unique_table}d"
     tunnel_id = _stream_tunnel(tablestore_client, tablestore_tunnel_client, table, "d")
     running = TunnelWorker(tablestore_tunnel_client, tunnel_id, RecordingProcessor(), fast_config()).start()
     wait_for(lambda: len(running.owned_channels()) == 2, "two stream channels", workers=[running])

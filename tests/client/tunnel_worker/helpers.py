@@ -20,7 +20,7 @@ from airflow_tablestore.client.model import (
     TableOptions,
     TableSchema,
 )
-from airflow_tablestore.client.worker import ChannelContext, ChannelProcessor
+from airflow_tablestore.client.tunnel_worker import ChannelContext, ChannelProcessor, TunnelWorkerConfig
 
 PK_SCHEMA = (PrimaryKeyColumn("pk", PrimaryKeyType.STRING), PrimaryKeyColumn("n", PrimaryKeyType.INTEGER))
 
@@ -80,3 +80,22 @@ class RecordingProcessor(ChannelProcessor):
             if rec.sequence is not None:
                 out[rec.primary_key].append(tuple(rec.sequence))  # type: ignore[arg-type]
         return out
+
+
+EMULATOR_ARGS = ["--base-channel-rows", "40", "--max-read-records", "25", "--stream-partitions", "2",
+                 "--log-level", "WARNING"]
+"""Small channels and short reads (a test module may set its own ``EMULATOR_ARGS``)."""
+
+
+def fast_config(**overrides: Any) -> TunnelWorkerConfig:
+    """Short intervals so tests finish in seconds against the emulator."""
+    settings: dict[str, Any] = {
+        "heartbeat_interval_s": 0.3,
+        "heartbeat_timeout_s": 3.0,
+        "checkpoint_interval_s": 0.2,
+        "reconnect_backoff_s": (0.05, 0.3),
+        "allow_short_intervals": True,
+        "client_tag": "test",
+    }
+    settings.update(overrides)
+    return TunnelWorkerConfig(**settings)

@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from airflow_tablestore.client.model import ChannelStatus
-from airflow_tablestore.client.tunnel import Channel, ReadResult, enough_data
-from airflow_tablestore.client.worker import Backoff, TunnelWorkerConfig
-from airflow_tablestore.client.worker.state import merge_channels, transition
+from airflow_tablestore.client.tunnel import Channel
+from airflow_tablestore.client.tunnel_reads import ReadResult, enough_data
+from airflow_tablestore.client.tunnel_session import merge_channels, transition
+from airflow_tablestore.client.tunnel_worker import Backoff, TunnelWorkerConfig
 
 OPEN, CLOSING, CLOSE = ChannelStatus.OPEN, ChannelStatus.CLOSING, ChannelStatus.CLOSE
 
@@ -74,9 +75,9 @@ def test_enough_data_prefers_may_more_then_thresholds() -> None:
 
 def _closed_consumer(version: int) -> Any:
     """A consumer that failed before starting (no RPC is ever made by the methods under test)."""
-    from airflow_tablestore.client.worker.channel import ChannelConsumer
-    from airflow_tablestore.client.worker.metrics import WorkerMetrics
-    from airflow_tablestore.client.worker.processor import ChannelContext
+    from airflow_tablestore.client.tunnel_worker.channel import ChannelConsumer
+    from airflow_tablestore.client.tunnel_worker.metrics import WorkerMetrics
+    from airflow_tablestore.client.tunnel_worker.processor import ChannelContext
 
     ctx = ChannelContext("t", "c", "ch", "Stream", "tok", "tok", "trace")
     return ChannelConsumer(

@@ -19,12 +19,13 @@ from collections.abc import Callable, Iterator
 
 from airflow_tablestore.client.errors import ResourceGoneError, TablestoreError
 from airflow_tablestore.client.model import ChannelStatus
-from airflow_tablestore.client.tunnel import FINISHED, Channel, ReadResult, TunnelClient, enough_data
+from airflow_tablestore.client.tunnel import Channel, TunnelClient
+from airflow_tablestore.client.tunnel_reads import FINISHED, ReadResult, enough_data
 from airflow_tablestore.client.tunnel_session import report_for
-from airflow_tablestore.client.worker.checkpointer import Checkpointer
-from airflow_tablestore.client.worker.config import TunnelWorkerConfig
-from airflow_tablestore.client.worker.metrics import WorkerMetrics
-from airflow_tablestore.client.worker.processor import ChannelContext, ChannelProcessor
+from airflow_tablestore.client.tunnel_worker.checkpointer import Checkpointer
+from airflow_tablestore.client.tunnel_worker.config import TunnelWorkerConfig
+from airflow_tablestore.client.tunnel_worker.metrics import WorkerMetrics
+from airflow_tablestore.client.tunnel_worker.processor import ChannelContext, ChannelProcessor
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,9 @@ class _Stop(Exception):
 
 
 class ChannelConsumer:
-    """Consumes one channel for one worker session. Driven by the worker's heartbeat thread via
+    """The tunnel worker's state machine for one channel (reads, hands batches to the processor, checkpoints).
+
+    Consumes one channel for one worker session. Driven by the worker's heartbeat thread via
     :meth:`notify`; reports its own transition through :meth:`report`."""
 
     def __init__(

@@ -10,7 +10,9 @@ from airflow_tablestore.client.model import Record
 
 
 class ChannelContext(NamedTuple):
-    """Where a batch comes from. ``start_token`` → ``next_token`` is the batch's token range; checkpointing
+    """What a processor is told about a batch (why its own type: processors never see worker internals).
+
+    Where a batch comes from. ``start_token`` → ``next_token`` is the batch's token range; checkpointing
     ``next_token`` acknowledges it. ``trace_id`` identifies the channel consumer in logs."""
 
     tunnel_id: str

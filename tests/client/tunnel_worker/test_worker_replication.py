@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from airflow_tablestore.client.epoch import to_ns
 from airflow_tablestore.client.model import CellOp, Column, TunnelStage, TunnelType
-from airflow_tablestore.client.tunnel import TunnelClient, to_ns
-from airflow_tablestore.client.worker import CallbackProcessor, TunnelWorker
+from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client.tunnel_worker import CallbackProcessor, TunnelWorker
 
-from .conftest import fast_config
-from .helpers import RecordingProcessor, full_scan, table_schema
+from .helpers import RecordingProcessor, fast_config, full_scan, table_schema
 
 BASE_MS = 1_700_000_000_000
 
@@ -72,9 +72,9 @@ def mutate(tables: Any, table: str, count: int) -> None:
 
 
 def test_base_and_stream_replication_is_exact(
-    tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: str, caplog: pytest.LogCaptureFixture
+    tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique_table: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    source, replica = f"{unique}src", f"{unique}dst"
+    source, replica = f"{unique_table}src", f"{unique_table}dst"
     tablestore_client.create_table(table_schema(source))
     tablestore_client.create_table(table_schema(replica, stream=False))
     load_base_rows(tablestore_client, source, 90)  # 3 base channels of 40 rows
@@ -83,7 +83,7 @@ def test_base_and_stream_replication_is_exact(
     cutoff_ns = to_ns(datetime.now(UTC))
 
     processor = RecordingProcessor(tablestore_client, replica)
-    caplog.set_level(logging.INFO, logger="airflow_tablestore.client.worker")
+    caplog.set_level(logging.INFO, logger="airflow_tablestore.client.tunnel_worker")
     worker = TunnelWorker(tablestore_tunnel_client, tunnel_id, processor,
                           fast_config(progress_log_interval_s=0.5, max_channel_parallel=2))
     with worker:
@@ -107,8 +107,8 @@ def test_base_and_stream_replication_is_exact(
 
 
 def test_factory_gets_one_processor_per_channel_and_shutdowns(tablestore_tunnel_client: TunnelClient, tablestore_client: Any,
-                                                              unique: str) -> None:
-    table = f"{unique}f"
+                                                              unique_table: str) -> None:
+    table = f"{unique_table}f"
     tablestore_client.create_table(table_schema(table))
     load_base_rows(tablestore_client, table, 85)
     tunnel_id = tablestore_tunnel_client.create_tunnel(table, "f", TunnelType.BASE_DATA)
@@ -130,8 +130,8 @@ def test_factory_gets_one_processor_per_channel_and_shutdowns(tablestore_tunnel_
 
 
 def test_max_channel_parallel_bounds_concurrent_processing(tablestore_tunnel_client: TunnelClient, tablestore_client: Any,
-                                                           unique: str) -> None:
-    table = f"{unique}m"
+                                                           unique_table: str) -> None:
+    table = f"{unique_table}m"
     tablestore_client.create_table(table_schema(table))
     load_base_rows(tablestore_client, table, 100)  # 3 base channels, 4 reads each
     tunnel_id = tablestore_tunnel_client.create_tunnel(table, "m", TunnelType.BASE_DATA)

@@ -6,10 +6,9 @@ from typing import Any
 
 from airflow_tablestore.client.model import Column, TunnelType
 from airflow_tablestore.client.tunnel import TunnelClient
-from airflow_tablestore.client.worker import TunnelWorker
+from airflow_tablestore.client.tunnel_worker import TunnelWorker
 
-from .conftest import fast_config
-from .helpers import RecordingProcessor, full_scan, table_schema
+from .helpers import RecordingProcessor, fast_config, full_scan, table_schema
 from .test_worker_replication import BASE_MS, wait_for
 
 EMULATOR_ARGS = ["--max-read-records", "20", "--stream-partitions", "6", "--log-level", "WARNING"]
@@ -36,8 +35,8 @@ def _in_order(sequences: list[tuple[int, int, int]]) -> bool:
 
 
 def test_channels_spread_and_move_after_a_crash(tablestore_client: Any, tablestore_tunnel_client: TunnelClient,
-                                                unique: str) -> None:
-    source, replica = f"{unique}src", f"{unique}dst"
+                                                unique_table: str) -> None:
+    source, replica = f"{unique_table}src", f"{unique_table}dst"
     tablestore_client.create_table(table_schema(source))
     tablestore_client.create_table(table_schema(replica, stream=False))
     tunnel_id = tablestore_tunnel_client.create_tunnel(source, "shared", TunnelType.STREAM)

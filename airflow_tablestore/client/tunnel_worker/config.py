@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import random
 import socket
 from dataclasses import dataclass, field
 
+from airflow_tablestore.client.backoff import EMPTY_READ, Backoff
+
 MIN_HEARTBEAT_INTERVAL_S = 5.0
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Exponential back-off with jitter: ``base × factor^n`` (±``jitter``), capped at ``max_s``."""
-
-    base_s: float = 0.02
-    factor: float = 5.0
-    jitter: float = 0.25
-    max_s: float = 5.0
-
-    def delay(self, attempt: int) -> float:
-        """Delay before retry number ``attempt`` (0-based)."""
-        raw = min(self.max_s, self.base_s * (self.factor ** min(attempt, 32)))
-        return max(0.0, raw * (1.0 + random.uniform(-self.jitter, self.jitter)))
 
 
 @dataclass(frozen=True)
@@ -48,7 +34,7 @@ class TunnelWorkerConfig:
     max_channel_parallel: int | None = None
     client_tag: str = field(default_factory=socket.gethostname)
     read_ahead: int = 1
-    empty_read_backoff: Backoff = field(default_factory=Backoff)
+    empty_read_backoff: Backoff = EMPTY_READ
     reconnect_backoff_s: tuple[float, float] = (0.001, 10.0)
     progress_log_interval_s: float = 60.0
     allow_short_intervals: bool = False

@@ -1,0 +1,60 @@
+"""Back-off: the one rule for how long to wait before trying again, with the per-use presets.
+
+``delay(n)`` for the ``n``-th retry (0-based) is ``min(max_s, base_s × factor^n)``, then jittered: either
+*full jitter* (uniform between 0 and that value, for requests many clients may repeat at once) or a symmetric
+``±jitter`` fraction. The presets are the defaults of the official SDKs for each use:
+
+* :data:`REQUEST_RETRY` / :data:`THROTTLED_REQUEST_RETRY`: a failed request (the table and tunnel clients'
+  :class:`~airflow_tablestore.client.retry.RetryPolicy`; throttling starts slower because the service asked).
+* :data:`EMPTY_READ`: a tunnel stream channel that had nothing new to read (the tunnel worker).
+* :data:`PROCESSOR_RETRY`: redelivering a batch whose processing raised (the stream worker).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+MAX_EXPONENT = 32
+"""The exponent is capped so that ``factor^n`` never overflows; ``max_s`` caps the delay long before."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential back-off ``min(max_s, base_s × factor^n)`` with ``±jitter`` or full jitter.
+
+    The defaults are those of the tunnel worker's empty-read back-off (:data:`EMPTY_READ`).
+    """
+
+    base_s: float = 0.02
+    factor: float = 5.0
+    jitter: float = 0.25
+    max_s: float = 5.0
+    full_jitter: bool = False
+
+    def __post_init__(self) -> None:
+        if self.base_s < 0 or self.max_s < 0:
+            raise ValueError("back-off delays must be non-negative")
+        if self.factor < 1:
+            raise ValueError("back-off factor must be >= 1")
+        if not 0 <= self.jitter <= 1:
+            raise ValueError("back-off jitter must be between 0 and 1")
+
+    def ceiling(self, attempt: int) -> float:
+        """The un-jittered delay before retry number ``attempt`` (0-based)."""
+        return min(self.max_s, self.base_s * (self.factor ** min(max(attempt, 0), MAX_EXPONENT)))
+
+    def delay(self, attempt: int) -> float:
+        """Delay in seconds before retry number ``attempt`` (0-based), jittered."""
+        ceiling = self.ceiling(attempt)
+        if self.full_jitter:
+            return random.uniform(0.0, ceiling)
+        if self.jitter:
+            return max(0.0, ceiling * (1.0 + random.uniform(-self.jitter, self.jitter)))
+        return ceiling
+
+
+REQUEST_RETRY = Backoff(base_s=0.1, factor=2.0, jitter=0.0, max_s=3.0, full_jitter=True)
+THROTTLED_REQUEST_RETRY = Backoff(base_s=0.3, factor=2.0, jitter=0.0, max_s=3.0, full_jitter=True)
+EMPTY_READ = Backoff()
+PROCESSOR_RETRY = Backoff(base_s=0.1, factor=2.0, jitter=0.0, max_s=10.0)

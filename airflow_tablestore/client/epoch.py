@@ -1,0 +1,76 @@
+"""Epoch time: the one conversion between datetimes, ISO-8601 text and nanoseconds since the epoch.
+
+Tablestore speaks nanoseconds in the Tunnel Service (stream start/end, consume points), microseconds in stream
+records (``sequence_timestamp_us``) and milliseconds in cell versions (``timestamp_ms``). Everything that turns
+a user's time value into nanoseconds goes through here; naive datetimes are UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from airflow_tablestore.client.errors import TablestoreClientError
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+NS_PER_S = 1_000_000_000
+
+_MAGNITUDES = ((1e11, NS_PER_S), (1e14, 1_000_000), (1e17, 1_000))
+"""Epoch numbers below each limit are read as seconds, milliseconds, microseconds; larger ones as ns."""
+
+
+def datetime_to_ns(value: datetime) -> int:
+    """Exact nanoseconds since epoch of a datetime (naive = UTC)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    delta = value - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * NS_PER_S + delta.microseconds * 1_000
+
+
+def ns_to_datetime(ns: int | None) -> datetime | None:
+    """Aware UTC ``datetime`` (µs precision) from nanoseconds since epoch; 0/None → None."""
+    if not ns:
+        return None
+    return EPOCH + timedelta(microseconds=ns // 1_000)
+
+
+def ns_to_iso(ns: int) -> str | None:
+    """ISO-8601 UTC rendering of nanoseconds since epoch (None for 0)."""
+    moment = ns_to_datetime(ns)
+    return moment.isoformat() if moment is not None else None
+
+
+def to_ns(value: datetime | int | None) -> int:
+    """Nanoseconds since epoch from a ``datetime`` (naive = UTC) or an ``int`` already in ns; None → 0."""
+    if value is None:
+        return 0
+    if isinstance(value, datetime):
+        return datetime_to_ns(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TablestoreClientError(f"expected a datetime or non-negative int nanoseconds, got {value!r}")
+    return value
+
+
+def parse_epoch_ns(value: datetime | str | int | float | None) -> int:
+    """Nanoseconds since epoch from a datetime (naive = UTC), an ISO-8601 string or an epoch number.
+
+    Numbers are read by magnitude: seconds (< 1e11), milliseconds (< 1e14), microseconds (< 1e17), else ns.
+    """
+    if value is None:
+        raise TablestoreClientError("time value is not set")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                raise TablestoreClientError(f"time value {text!r} is neither ISO-8601 nor a number") from None
+    if isinstance(value, datetime):
+        return datetime_to_ns(value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise TablestoreClientError(f"time value must be a datetime, ISO-8601 string or epoch number, got {value!r}")
+    for limit, factor in _MAGNITUDES:
+        if value < limit:
+            return int(value * factor)
+    return int(value)

@@ -1,0 +1,103 @@
+"""``TablestoreSparkSubmitOperator``: ``spark-submit`` of the tunnel consumer, with credentials in a private file.
+
+The consumer is :mod:`airflow_tablestore.spark.consumer` (:data:`CONSUMER_APPLICATION` is its path, the
+``application`` to submit). The operator adds what a plain ``SparkSubmitOperator`` lacks for it: the Spark
+connection id may come from a param (templated), the source and sink Tablestore connections reach the driver as
+a ``--credentials-file`` (never argv, Spark conf or env_vars), the consumer's summary becomes the task's XCom,
+and it fails at once, without retries, when the worker has no ``spark-submit`` or Java, or when the consumer
+exits with a permanent error.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import tempfile
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+_CONSUMER = importlib.util.find_spec("airflow_tablestore.spark.consumer")
+CONSUMER_APPLICATION = _CONSUMER.origin if _CONSUMER and _CONSUMER.origin else "airflow_tablestore/spark/consumer.py"
+"""Path of the consumer job (the ``application`` argument of ``spark-submit``)."""
+
+
+class TablestoreSparkSubmitOperator(SparkSubmitOperator):
+    """``SparkSubmitOperator`` for the consumer: the Spark connection id can come from a param (templated); it
+    fails at once, without retries, when the worker has no ``spark-submit`` or no Java, or when the consumer
+    exits with a permanent error; and credentials never appear on a command line.
+
+    Credentials: the source and sink connections are written to a JSON file readable only by the worker's user
+    (in a private temporary directory, deleted when the task ends) and passed as ``--credentials-file``. In
+    client and local mode the driver reads it where it is; in cluster deploy mode it travels with ``--files`` and
+    the driver reads it from its working directory (on Kubernetes that needs ``spark.kubernetes.file.upload.path``;
+    or mount a Secret and pass ``--credentials-file`` in ``application_args`` yourself). The executors receive
+    the settings inside the job's closures, never through the Spark conf.
+    """
+
+    template_fields = (*SparkSubmitOperator.template_fields, "_conn_id", "tablestore_conn_id",
+                       "sink_tablestore_conn_id")
+
+    def __init__(self, *, tablestore_conn_id: str, sink_tablestore_conn_id: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.tablestore_conn_id = tablestore_conn_id
+        self.sink_tablestore_conn_id = sink_tablestore_conn_id
+
+    def _with_credentials(self, directory: str) -> None:
+        """Write the credentials file into ``directory`` and point the job at it."""
+        from airflow_tablestore.hooks.base import TablestoreBaseHook
+        from airflow_tablestore.spark.settings import write_credentials_file
+
+        source = TablestoreBaseHook(self.tablestore_conn_id).get_config()  # registers secrets with the masker
+        sink = None
+        if self.sink_tablestore_conn_id and self.sink_tablestore_conn_id != self.tablestore_conn_id:
+            sink = TablestoreBaseHook(self.sink_tablestore_conn_id).get_config()
+        path = write_credentials_file(directory, source, sink)
+        if (self._deploy_mode or self._get_hook()._connection.get("deploy_mode")) == "cluster":
+            self.files = ",".join(filter(None, [self.files, str(path)]))
+            self.application_args = [*(self.application_args or []), "--credentials-file", path.name]
+        else:
+            self.application_args = [*(self.application_args or []), "--credentials-file", str(path)]
+
+    def execute(self, context: Any) -> dict[str, Any] | None:  # type: ignore[override]
+        """Run the consumer; returns its summary (records, consume point, ...) as the task's XCom, or None
+        when the driver ran elsewhere (cluster deploy mode)."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from airflow_tablestore.hooks.failures import fail_fast
+        from airflow_tablestore.spark.consumer import PERMANENT_EXIT_CODES
+        from airflow_tablestore.spark.preflight import spark_submit_problem
+
+        try:  # the binary the hook will run (operator argument, else the connection's spark-binary extra)
+            binary = self._get_hook()._connection["spark_binary"]
+        except Exception:
+            binary = getattr(self, "_spark_binary", None) or "spark-submit"
+        problem = spark_submit_problem(binary)
+        if problem:
+            raise AirflowFailException(problem)
+        try:
+            with tempfile.TemporaryDirectory(prefix="tablestore-spark-") as private:  # mode 0700
+                with fail_fast():  # a malformed Tablestore connection will not improve with retries
+                    self._with_credentials(private)
+                summary = os.path.join(private, "summary.json")
+                if (self._deploy_mode or self._get_hook()._connection.get("deploy_mode")) != "cluster":
+                    self.application_args = [*(self.application_args or []), "--summary-file", summary]
+                super().execute(context)
+                return _read_summary(summary)
+        except Exception as exc:
+            code = re.search(r"Error code is: (\d+)", str(exc))
+            if code and int(code.group(1)) in PERMANENT_EXIT_CODES:
+                raise AirflowFailException(
+                    f"the consumer stopped with a permanent error (exit code {code.group(1)}; its ERROR line above "
+                    "says which): not retried, retrying cannot fix it") from exc
+            raise
+
+
+def _read_summary(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as summary:
+            return dict(json.load(summary))
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,22 @@
+"""The connection boilerplate of the Tablestore sensors, written once (see :mod:`airflow_tablestore.operators.base`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseSensorOperator
+
+from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
+from airflow_tablestore.operators.base import CONNECTION_TEMPLATE_FIELDS, HookT, TablestoreHookMixin
+
+
+class TablestoreBaseSensor(BaseSensorOperator, TablestoreHookMixin[HookT]):
+    """Base of the Tablestore sensors: the connection arguments and the cached ``hook``."""
+
+    template_fields: Sequence[str] = CONNECTION_TEMPLATE_FIELDS
+
+    def __init__(self, *, tablestore_conn_id: str = DEFAULT_CONN_ID, region: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._init_connection(tablestore_conn_id, region)

@@ -1,0 +1,48 @@
+"""The one back-off rule and its per-use presets (pure unit tests)."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_tablestore.client.backoff import (
+    EMPTY_READ,
+    PROCESSOR_RETRY,
+    REQUEST_RETRY,
+    THROTTLED_REQUEST_RETRY,
+    Backoff,
+)
+from airflow_tablestore.client.retry import RetryPolicy
+from airflow_tablestore.client.stream_worker.config import StreamWorkerConfig
+from airflow_tablestore.client.tunnel_worker import TunnelWorkerConfig
+
+
+def test_exponential_then_capped_without_jitter() -> None:
+    backoff = Backoff(base_s=0.1, factor=2.0, jitter=0.0, max_s=1.0)
+    assert [round(backoff.delay(n), 6) for n in range(6)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert backoff.delay(10_000) == 1.0  # the exponent is capped, no overflow
+
+
+def test_full_jitter_stays_below_the_ceiling_and_varies() -> None:
+    delays = [REQUEST_RETRY.delay(3) for _ in range(200)]
+    assert all(0.0 <= d <= 0.8 for d in delays)
+    assert len(set(delays)) > 1
+
+
+def test_symmetric_jitter_stays_within_the_fraction() -> None:
+    delays = [EMPTY_READ.delay(1) for _ in range(200)]
+    assert all(0.1 * 0.75 <= d <= 0.1 * 1.25 for d in delays)
+
+
+@pytest.mark.parametrize("kwargs", [{"base_s": -1}, {"factor": 0.5}, {"jitter": 1.5}])
+def test_invalid_settings_are_refused(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        Backoff(**kwargs)
+
+
+def test_every_user_takes_its_preset() -> None:
+    policy = RetryPolicy()
+    assert policy.backoff() == REQUEST_RETRY
+    assert THROTTLED_REQUEST_RETRY.base_s == policy.throttle_base_delay_s
+    assert TunnelWorkerConfig().empty_read_backoff == EMPTY_READ
+    low, high = StreamWorkerConfig().processor_retry_s
+    assert (PROCESSOR_RETRY.base_s, PROCESSOR_RETRY.max_s) == (low, high)
