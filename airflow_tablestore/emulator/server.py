@@ -26,6 +26,7 @@ from airflow_tablestore.emulator.errors import EmulatorError
 from airflow_tablestore.emulator.storage import Store
 from airflow_tablestore.emulator.stream_api import StreamApi
 from airflow_tablestore.emulator.table_api import TableApi
+from airflow_tablestore.emulator.tunnel import build_tunnel_handlers
 from airflow_tablestore.protocol import ots_table_pb2 as _pb
 
 pb: Any = _pb  # generated module without type stubs
@@ -37,19 +38,8 @@ MAX_BODY = 5 * 1024 * 1024
 
 
 def load_tunnel_handlers(store: Store, clock: Clock, config: EmulatorConfig) -> dict[str, Handler]:
-    """Handlers of ``airflow_tablestore.emulator.tunnel`` if that package exists (built separately)."""
-    try:
-        from airflow_tablestore.emulator import tunnel  # type: ignore[attr-defined]
-    except ModuleNotFoundError as e:
-        if e.name and e.name.startswith("airflow_tablestore.emulator.tunnel"):
-            log.info("tunnel service not available: %s", e)
-            return {}
-        raise
-    builder = getattr(tunnel, "build_tunnel_handlers", None)
-    if builder is None:
-        log.warning("airflow_tablestore.emulator.tunnel has no build_tunnel_handlers(); tunnel API disabled")
-        return {}
-    handlers: dict[str, Handler] = builder(store, clock, config)
+    """Handlers of the tunnel service (:mod:`airflow_tablestore.emulator.tunnel`) on ``store``, keyed by path."""
+    handlers = build_tunnel_handlers(store, clock, config)
     log.info("tunnel service registered %d handlers", len(handlers))
     return handlers
 

@@ -72,7 +72,7 @@ def build_sink(options: Any, source: Any) -> Any:
         fallback=source,
     )
     if options.sink_table == options.table and settings_mod.same_instance(sink_settings, source):
-        from airflow_tablestore.spark.driver import ConfigurationError
+        from airflow_tablestore.spark.outcome import ConfigurationError
 
         raise ConfigurationError(
             f"the sink is the source table itself ({options.table} on instance {source.instance_name} at "
@@ -88,8 +88,8 @@ def default_spark_factory(options: Any) -> Any:
     def factory() -> Any:
         from pyspark.sql import SparkSession
 
-        from airflow_tablestore.spark.driver import ConfigurationError
         from airflow_tablestore.spark.install_check import jvm_side_problem, python_side_problem
+        from airflow_tablestore.spark.outcome import ConfigurationError
 
         problem = python_side_problem()
         if problem:
@@ -124,8 +124,9 @@ def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
     """Parse, run one phase, log a ``CONSUMER_SUMMARY {json}`` line; returns the exit code."""
     from airflow_tablestore.client.errors import PERMANENT_ERRORS, TablestoreError, TunnelExpiredError
     from airflow_tablestore.spark import settings as settings_mod
-    from airflow_tablestore.spark.driver import ConfigurationError, ConsumerJob, JobError, expired_message
+    from airflow_tablestore.spark.driver import ConsumerJob
     from airflow_tablestore.spark.options import OptionsError, parse_args
+    from airflow_tablestore.spark.outcome import ConfigurationError, JobError, expired_message
 
     try:
         options = parse_args(argv)

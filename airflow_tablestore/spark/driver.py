@@ -5,8 +5,7 @@ per channel) that reads and writes to the sink → only then Checkpoint the new 
 channels TERMINATED. Full phase: until every BaseData channel is TERMINATED and the tunnel reached
 ProcessStream. Incremental phase: until the tunnel consume point (slowest stream channel) reaches the cutoff.
 
-Size (~425 lines): one class, the loop and its round; the job summary and the error helpers at the bottom are
-the parts to move out (issue 13).
+What a run reports (its summary, its error types and messages) is :mod:`.outcome`.
 """
 
 from __future__ import annotations
@@ -16,14 +15,12 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_tablestore.client.epoch import ns_to_iso
 from airflow_tablestore.client.errors import (
     ResourceGoneError,
     TablestoreError,
-    TunnelExpiredError,
     TunnelNotFoundError,
 )
 from airflow_tablestore.client.model import ChannelStatus, TunnelDescription
@@ -31,6 +28,13 @@ from airflow_tablestore.client.progress import BASE, STREAM, consumed_through, f
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
 from airflow_tablestore.spark.options import JobOptions
+from airflow_tablestore.spark.outcome import (
+    ConfigurationError,
+    JobError,
+    JobSummary,
+    is_wrapped_resource_gone,
+    resource_gone_line,
+)
 from airflow_tablestore.spark.progress import DEFAULT_INTERVAL_S, RoundProgress
 from airflow_tablestore.spark.reader import CONTROL_DDL, ChannelTask, RoundPlan, round_function
 from airflow_tablestore.spark.session import SessionLostError, TunnelSession
@@ -41,45 +45,7 @@ log = logging.getLogger("airflow_tablestore.spark")
 MAX_RECONNECTS = 5
 MAX_CHANNEL_FAILURES = 6
 CHANNEL_RETRY_BASE_S = 1.0
-
-
-class JobError(RuntimeError):
-    """A failure the job reports with an actionable message and a non-zero exit code."""
-
-
-class ConfigurationError(JobError):
-    """A mistake in how the job is set up (exit code 3): running it again unchanged cannot succeed."""
-
-
-@dataclass
-class JobSummary:
-    """What a run did (logged as one JSON line at the end)."""
-
-    phase: str
-    table: str
-    tunnel: str
-    skipped: bool = False
-    rounds: int = 0
-    records: int = 0
-    bytes: int = 0
-    channels_finished: int = 0
-    refused: int = 0
-    peak_task_rss_bytes: int = 0
-    seconds: float = 0.0
-    consume_point: str | None = None
-    cutoff: str | None = None
-    profile: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def records_per_second(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["records_per_second"] = round(self.records_per_second, 1)
-        out["seconds"] = round(self.seconds, 3)
-        out["profile"] = {k: round(v, 3) for k, v in self.profile.items()}
-        return out
+WAIT_LOG_INTERVAL_S = 10.0
 
 
 def _fmt_ns(ns: int) -> str:
@@ -401,26 +367,3 @@ class ConsumerJob:
     def close(self) -> None:
         with contextlib.suppress(TablestoreError):
             self.client.close()
-
-
-RESOURCE_GONE_CODE = "OTSResourceGone"
-WAIT_LOG_INTERVAL_S = 10.0
-
-
-def is_wrapped_resource_gone(exc: BaseException) -> bool:
-    """True for an exception (of any type: Spark wraps executor errors) whose text carries a 410
-    ``OTSResourceGone`` from the tunnel service: the channel or client was taken over or timed out."""
-    return RESOURCE_GONE_CODE in str(exc)[-20000:]
-
-
-def resource_gone_line(exc: BaseException) -> str:
-    """The line of a wrapped error that names the ``OTSResourceGone`` (for the log), at most 300 characters."""
-    text = str(exc)[-20000:]
-    line = next((ln.strip() for ln in text.splitlines() if RESOURCE_GONE_CODE in ln), RESOURCE_GONE_CODE)
-    return line[:300]
-
-
-def expired_message(exc: TunnelExpiredError) -> str:
-    """The actionable message for an expired tunnel."""
-    return (f"tunnel expired ({exc}): its stream data fell out of retention; delete and recreate the tunnel "
-            "and run the full phase again")

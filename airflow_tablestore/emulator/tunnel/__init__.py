@@ -1,6 +1,8 @@
 """The emulator's Tunnel Service (server side): tunnels, channels, heartbeats, tokens, checkpoints.
 
 Entry point for the emulator core: :func:`build_tunnel_handlers`. See ``docs/emulator-tunnel.md``.
+The submodules import each other by their concrete module names, never from this package, so importing
+this package (or any submodule first) has no import cycle.
 """
 
 from __future__ import annotations

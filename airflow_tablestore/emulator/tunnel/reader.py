@@ -9,8 +9,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import airflow_tablestore.emulator.tunnel.tokens as tokens
 from airflow_tablestore.emulator.errors import parameter_invalid
-from airflow_tablestore.emulator.tunnel import tokens
 from airflow_tablestore.emulator.tunnel.errors import tunnel_expired
 from airflow_tablestore.emulator.tunnel.service import ReadGrant, TunnelService
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
