@@ -293,7 +293,7 @@ def test_rounds_are_bounded_by_bytes_as_well_as_records(tablestore_client: Any, 
 
 
 def test_other_spark_failures_are_not_retried_as_session_loss() -> None:
-    from airflow_tablestore.spark.driver import is_wrapped_resource_gone, resource_gone_line
+    from airflow_tablestore.spark.outcome import is_wrapped_resource_gone, resource_gone_line
 
     assert not is_wrapped_resource_gone(RuntimeError("Py4JJavaError: java.lang.OutOfMemoryError"))
     wrapped = RuntimeError("PythonException:\n  x\nResourceGoneError: OTSResourceGone: client gone (HTTP 410)\n")
