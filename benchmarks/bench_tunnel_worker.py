@@ -107,7 +107,7 @@ def timed(label: str, fn: Callable[[], tuple[int, int]], rows: int) -> dict[str,
 
 _BUCKETS = (
     ("emulator wait (socket recv)", ("socket.py", "_socket", "ssl.py", "{method 'recv", "{method 'readinto")),
-    ("PlainBuffer decode + Record build", ("plainbuffer.py", "records.py", "crc8.py")),
+    ("PlainBuffer decode + Record build", ("plainbuffer", "records.py", "crc8.py")),
     ("protobuf parse/serialize", ("FromString", "ParseFromString", "SerializeToString", "ByteSize",
                                   "message.py", "protobuf")),
     ("HTTP client (requests/urllib3/http.client) + transport + signing",
