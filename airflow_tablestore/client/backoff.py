@@ -8,6 +8,11 @@
   :class:`~airflow_tablestore.client.retry.RetryPolicy`; throttling starts slower because the service asked).
 * :data:`EMPTY_READ`: a tunnel stream channel that had nothing new to read (the tunnel worker).
 * :data:`PROCESSOR_RETRY`: redelivering a batch whose processing raised (the stream worker).
+* :data:`TUNNEL_SESSION_RETRY`: a Spark driver's Connect or Checkpoint that failed transiently.
+* :data:`FAILED_ROUND`: a Spark round in which every channel failed (the next round waits longer each time).
+
+:func:`spread` is the other waiting rule: a uniformly random delay in a range, which spreads the reconnects of
+many workers that lost their session at the same moment (the official SDKs' reconnect rule).
 """
 
 from __future__ import annotations
@@ -58,3 +63,10 @@ REQUEST_RETRY = Backoff(base_s=0.1, factor=2.0, jitter=0.0, max_s=3.0, full_jitt
 THROTTLED_REQUEST_RETRY = Backoff(base_s=0.3, factor=2.0, jitter=0.0, max_s=3.0, full_jitter=True)
 EMPTY_READ = Backoff()
 PROCESSOR_RETRY = Backoff(base_s=0.1, factor=2.0, jitter=0.0, max_s=10.0)
+TUNNEL_SESSION_RETRY = Backoff(base_s=0.2, factor=2.0, jitter=0.0, max_s=5.0)
+FAILED_ROUND = Backoff(base_s=1.0, factor=2.0, jitter=0.0, max_s=30.0)
+
+
+def spread(low_s: float, high_s: float) -> float:
+    """A uniformly random delay in ``[low_s, high_s]`` seconds (spreads simultaneous reconnects)."""
+    return random.uniform(low_s, high_s)

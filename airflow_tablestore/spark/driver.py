@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from airflow_tablestore.client.backoff import FAILED_ROUND
 from airflow_tablestore.client.epoch import ns_to_iso
 from airflow_tablestore.client.errors import (
     ResourceGoneError,
@@ -44,7 +45,6 @@ log = logging.getLogger("airflow_tablestore.spark")
 
 MAX_RECONNECTS = 5
 MAX_CHANNEL_FAILURES = 6
-CHANNEL_RETRY_BASE_S = 1.0
 WAIT_LOG_INTERVAL_S = 10.0
 
 
@@ -348,7 +348,7 @@ class ConsumerJob:
                         count, MAX_CHANNEL_FAILURES - 1)
         if failed and all_failed:
             worst = max(self._channel_failures[r["channel_id"]] for r in failed)
-            delay = min(CHANNEL_RETRY_BASE_S * 2 ** (worst - 1), 30.0)
+            delay = FAILED_ROUND.delay(worst - 1)
             log.info("every channel of the round failed; waiting %.1fs before the next round", delay)
             time.sleep(delay)
 

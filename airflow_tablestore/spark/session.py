@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 
+from airflow_tablestore.client.backoff import TUNNEL_SESSION_RETRY
 from airflow_tablestore.client.errors import (
     ResourceGoneError,
     ServerError,
@@ -35,7 +36,6 @@ log = logging.getLogger("airflow_tablestore.spark")
 
 COMMIT_ATTEMPTS = 5
 CONNECT_ATTEMPTS = 5
-COMMIT_BACKOFF_S = 0.2
 
 
 class SessionLostError(RuntimeError):
@@ -87,7 +87,7 @@ class TunnelSession:
             except TablestoreError as exc:
                 if attempt == CONNECT_ATTEMPTS or not is_transient(exc):
                     raise
-                delay = min(COMMIT_BACKOFF_S * 2 ** attempt, 5.0)
+                delay = TUNNEL_SESSION_RETRY.delay(attempt)
                 log.warning("connect to tunnel %s failed (%s); retry %d of %d in %.1fs", self.tunnel_id, exc,
                             attempt, CONNECT_ATTEMPTS - 1, delay)
                 time.sleep(delay)
@@ -202,7 +202,7 @@ class TunnelSession:
             except (TablestoreNetworkError, ServerError) as exc:
                 if attempt == COMMIT_ATTEMPTS:
                     raise
-                delay = min(COMMIT_BACKOFF_S * 2 ** (attempt - 1), 5.0)
+                delay = TUNNEL_SESSION_RETRY.delay(attempt - 1)
                 log.warning("checkpoint of channel %s failed (%s); retry %d of %d in %.1fs", channel_id, exc,
                             attempt, COMMIT_ATTEMPTS - 1, delay)
                 time.sleep(delay)

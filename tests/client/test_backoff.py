@@ -6,10 +6,13 @@ import pytest
 
 from airflow_tablestore.client.backoff import (
     EMPTY_READ,
+    FAILED_ROUND,
     PROCESSOR_RETRY,
     REQUEST_RETRY,
     THROTTLED_REQUEST_RETRY,
+    TUNNEL_SESSION_RETRY,
     Backoff,
+    spread,
 )
 from airflow_tablestore.client.retry import RetryPolicy
 from airflow_tablestore.client.stream_worker.config import StreamWorkerConfig
@@ -46,3 +49,13 @@ def test_every_user_takes_its_preset() -> None:
     assert TunnelWorkerConfig().empty_read_backoff == EMPTY_READ
     low, high = StreamWorkerConfig().processor_retry_s
     assert (PROCESSOR_RETRY.base_s, PROCESSOR_RETRY.max_s) == (low, high)
+
+
+def test_spark_presets_match_the_delays_they_replaced() -> None:
+    assert [round(TUNNEL_SESSION_RETRY.delay(n), 6) for n in range(7)] == [0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0]
+    assert [FAILED_ROUND.delay(n) for n in range(7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+
+
+def test_spread_stays_in_its_range() -> None:
+    delays = [spread(0.5, 2.0) for _ in range(200)]
+    assert all(0.5 <= d <= 2.0 for d in delays) and len(set(delays)) > 1

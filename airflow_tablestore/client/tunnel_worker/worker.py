@@ -11,11 +11,11 @@ consumers and reconnects with a new client id after a random back-off, like the 
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from types import TracebackType
 
+from airflow_tablestore.client.backoff import spread
 from airflow_tablestore.client.errors import (
     InvalidParameterError,
     ResourceGoneError,
@@ -143,8 +143,7 @@ class TunnelWorker:
                     self._session()
                 except _SessionLost as exc:
                     self._metrics.add("reconnects")
-                    low, high = self.config.reconnect_backoff_s
-                    delay = random.uniform(low, high)
+                    delay = spread(*self.config.reconnect_backoff_s)
                     log.warning("tunnel %s: session lost (%s); reconnecting in %.1fs", self.tunnel_id, exc, delay)
                     self._stop.wait(delay)
         finally:
