@@ -52,6 +52,21 @@ def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
     assert not failures, "\n\n".join(f"{m}:\n{err}" for m, err in failures)
 
 
+def test_the_old_connection_config_keeps_its_positional_order() -> None:
+    code = (
+        "import warnings; warnings.simplefilter('ignore', DeprecationWarning)\n"
+        "from airflow_tablestore.hooks.base import TablestoreConnectionConfig\n"
+        "from airflow_tablestore.client.settings import ConnectionSettings\n"
+        "c = TablestoreConnectionConfig('https://h', 'LTAIid', 'S3cr3tValue', 'inst', 'cn-hangzhou')\n"
+        "assert isinstance(c, ConnectionSettings)\n"
+        "assert (c.instance_name, c.access_key_id, c.access_key_secret, c.region) == "
+        "('inst', 'LTAIid', 'S3cr3tValue', 'cn-hangzhou'), c\n"
+        "assert 'S3cr3tValue' not in repr(c)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-1500:]
+
+
 @pytest.mark.parametrize(
     ("statement", "new_home"),
     [
@@ -62,6 +77,8 @@ def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
         ("from airflow_tablestore.client.tunnel import enough_data", "tunnel_reads"),
         ("from airflow_tablestore.hooks.tunnel import to_epoch_ns", "client.epoch"),
         ("from airflow_tablestore.hooks.tunnel import evaluate_consume_point", "hooks.consume_point"),
+        ("from airflow_tablestore.hooks.base import TablestoreConnectionConfig", "_LegacyConnectionConfig"),
+        ("from airflow_tablestore.spark.settings import TablestoreSettings", "client.settings"),
     ],
 )
 def test_moved_names_still_import_with_a_deprecation_warning(statement: str, new_home: str) -> None:

@@ -236,6 +236,21 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
         return self._config
 
 
+class _LegacyConnectionConfig(ConnectionSettings):
+    """``TablestoreConnectionConfig`` (deprecated): :class:`ConnectionSettings` with the old positional order.
+
+    The old type took ``(endpoint, access_key_id, access_key_secret, instance_name, region, sts_token, ...)``;
+    :class:`ConnectionSettings` puts ``instance_name`` second, so the old name keeps the old order.
+    """
+
+    def __init__(self, endpoint: str, access_key_id: str, access_key_secret: str, instance_name: str,
+                 region: str | None = None, sts_token: str | None = None, connect_timeout: float | None = None,
+                 read_timeout: float | None = None) -> None:
+        super().__init__(endpoint=endpoint, instance_name=instance_name, access_key_id=access_key_id,
+                         access_key_secret=access_key_secret, sts_token=sts_token, region=region,
+                         connect_timeout=connect_timeout, read_timeout=read_timeout)
+
+
 __getattr__ = moved_names(__name__, {
-    "TablestoreConnectionConfig": "airflow_tablestore.client.settings:ConnectionSettings",
+    "TablestoreConnectionConfig": "airflow_tablestore.hooks.base:_LegacyConnectionConfig",
 })
