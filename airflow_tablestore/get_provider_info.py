@@ -46,6 +46,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "airflow_tablestore.operators.table",
                     "airflow_tablestore.operators.tunnel",
+                    "airflow_tablestore.operators.spark_submit",
                 ],
             }
         ],

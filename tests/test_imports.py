@@ -17,8 +17,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "airflow_tablestore"
 
-DEPRECATED_MODULES = {"airflow_tablestore.client.worker", "airflow_tablestore.client.service"}
-"""Renamed modules kept for one release: importing them warns (checked below)."""
+DEPRECATED_MODULES = {"airflow_tablestore.client.worker"}
+"""Renamed packages kept for one release: importing them warns (checked below)."""
 
 
 def package_modules() -> list[str]:

@@ -1,8 +1,9 @@
 """Back-off: the one rule for how long to wait before trying again, with the per-use presets.
 
-``delay(n)`` for the ``n``-th retry (0-based) is ``min(max_s, base_s × factor^n)``, then jittered: either
-*full jitter* (uniform between 0 and that value, for requests many clients may repeat at once) or a symmetric
-``±jitter`` fraction. The presets are the defaults of the official SDKs for each use:
+``delay(n)`` for the ``n``-th retry (0-based) is ``min(max_s, base_s × factor^n)`` (``linear``: ``base_s × (n+1)``),
+then jittered: either *full jitter* (uniform between 0 and that value, for requests many clients may repeat at
+once) or a symmetric ``±jitter`` fraction. The presets, one per use, are the single source of these numbers
+(the request and empty-read ones follow the official SDKs; the others are this project's):
 
 * :data:`REQUEST_RETRY` / :data:`THROTTLED_REQUEST_RETRY`: a failed request (the table and tunnel clients'
   :class:`~airflow_tablestore.client.retry.RetryPolicy`; throttling starts slower because the service asked).
@@ -10,6 +11,7 @@
 * :data:`PROCESSOR_RETRY`: redelivering a batch whose processing raised (the stream worker).
 * :data:`TUNNEL_SESSION_RETRY`: a Spark driver's Connect or Checkpoint that failed transiently.
 * :data:`FAILED_ROUND`: a Spark round in which every channel failed (the next round waits longer each time).
+* :data:`FINISH_CHECKPOINT_RETRY`: the tunnel worker's "finished" checkpoint that the server did not take.
 
 :func:`spread` is the other waiting rule: a uniformly random delay in a range, which spreads the reconnects of
 many workers that lost their session at the same moment (the official SDKs' reconnect rule).
@@ -26,7 +28,7 @@ MAX_EXPONENT = 32
 
 @dataclass(frozen=True)
 class Backoff:
-    """Exponential back-off ``min(max_s, base_s × factor^n)`` with ``±jitter`` or full jitter.
+    """Exponential (or ``linear``) back-off, capped at ``max_s``, with ``±jitter`` or full jitter.
 
     The defaults are those of the tunnel worker's empty-read back-off (:data:`EMPTY_READ`).
     """
@@ -36,6 +38,7 @@ class Backoff:
     jitter: float = 0.25
     max_s: float = 5.0
     full_jitter: bool = False
+    linear: bool = False
 
     def __post_init__(self) -> None:
         if self.base_s < 0 or self.max_s < 0:
@@ -47,7 +50,10 @@ class Backoff:
 
     def ceiling(self, attempt: int) -> float:
         """The un-jittered delay before retry number ``attempt`` (0-based)."""
-        return min(self.max_s, self.base_s * (self.factor ** min(max(attempt, 0), MAX_EXPONENT)))
+        attempt = max(attempt, 0)
+        if self.linear:
+            return min(self.max_s, self.base_s * (attempt + 1))
+        return min(self.max_s, self.base_s * (self.factor ** min(attempt, MAX_EXPONENT)))
 
     def delay(self, attempt: int) -> float:
         """Delay in seconds before retry number ``attempt`` (0-based), jittered."""
@@ -65,6 +71,7 @@ EMPTY_READ = Backoff()
 PROCESSOR_RETRY = Backoff(base_s=0.1, factor=2.0, jitter=0.0, max_s=10.0)
 TUNNEL_SESSION_RETRY = Backoff(base_s=0.2, factor=2.0, jitter=0.0, max_s=5.0)
 FAILED_ROUND = Backoff(base_s=1.0, factor=2.0, jitter=0.0, max_s=30.0)
+FINISH_CHECKPOINT_RETRY = Backoff(base_s=0.2, factor=1.0, jitter=0.0, max_s=1.0, linear=True)
 
 
 def spread(low_s: float, high_s: float) -> float:

@@ -33,6 +33,16 @@ def ns_to_datetime(ns: int | None) -> datetime | None:
     return EPOCH + timedelta(microseconds=ns // 1_000)
 
 
+def us_to_datetime(us: int) -> datetime:
+    """Aware UTC ``datetime`` of microseconds since epoch (stream commit times), exact."""
+    return EPOCH + timedelta(microseconds=us)
+
+
+def datetime_to_us(value: datetime) -> int:
+    """Exact microseconds since epoch of a datetime (naive = UTC)."""
+    return datetime_to_ns(value) // 1_000
+
+
 def ns_to_iso(ns: int) -> str | None:
     """ISO-8601 UTC rendering of nanoseconds since epoch (None for 0)."""
     moment = ns_to_datetime(ns)

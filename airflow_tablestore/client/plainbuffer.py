@@ -13,6 +13,7 @@ value-type constants are re-exported too. Import from here::
 
 from __future__ import annotations
 
+from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.plainbuffer_decode import (
     decode_record,
     decode_record_list,
@@ -61,3 +62,10 @@ __all__ = [
     "encode_sql_variant",
     "gc_paused",
 ]
+
+__getattr__ = moved_names(__name__, {
+    "PlainBufferError": "airflow_tablestore.client.errors:PlainBufferError",
+    "crc8": "airflow_tablestore.client.crc8:crc8",
+    "CRC8_TABLE": "airflow_tablestore.client.crc8:CRC8_TABLE",
+    "zero_table": "airflow_tablestore.client.crc8:zero_table",
+})

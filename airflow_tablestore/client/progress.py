@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.epoch import ns_to_iso
 from airflow_tablestore.client.model import (
     ChannelStatus,
@@ -60,3 +61,6 @@ def consumed_through(desc: TunnelDescription, cutoff_ns: int) -> Progress:
     done = point > 0 and point >= cutoff_ns
     scope = f"slowest of {len(live)} stream channels" if live else "tunnel"
     return Progress(done, point, f"consume point {_iso(point)} ({scope}), cutoff {_iso(cutoff_ns)}")
+
+
+__getattr__ = moved_names(__name__, {"ns_to_datetime": "airflow_tablestore.client.epoch:ns_to_datetime"})

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from airflow_tablestore.client.backoff import Backoff
+from airflow_tablestore.client.backoff import REQUEST_RETRY, THROTTLED_REQUEST_RETRY, Backoff
 from airflow_tablestore.client.errors import (
     TablestoreError,
     TablestoreNetworkError,
@@ -68,9 +68,9 @@ class RetryPolicy:
 
     max_attempts: int = 10
     total_budget_s: float = 60.0
-    base_delay_s: float = 0.1
-    throttle_base_delay_s: float = 0.3
-    max_delay_s: float = 3.0
+    base_delay_s: float = REQUEST_RETRY.base_s
+    throttle_base_delay_s: float = THROTTLED_REQUEST_RETRY.base_s
+    max_delay_s: float = REQUEST_RETRY.max_s
     sleep: Callable[[float], None] = field(default=_default_sleep, repr=False, compare=False)
     clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablestore.client.transport import DEFAULT_TIMEOUT
+
 if TYPE_CHECKING:
     from airflow_tablestore.client.table import TableClient
     from airflow_tablestore.client.tunnel import TunnelClient
 
-DEFAULT_CONNECT_TIMEOUT_S = 10.0
-DEFAULT_READ_TIMEOUT_S = 60.0
+DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S = DEFAULT_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,8 @@ class ConnectionSettings:
         return (
             f"{type(self).__name__}(endpoint={self.endpoint!r}, instance_name={self.instance_name!r}, "
             f"access_key_id={self.access_key_id!r}, access_key_secret='***', "
-            f"sts_token={'***' if self.sts_token else None!r}, region={self.region!r})"
+            f"sts_token={'***' if self.sts_token else None!r}, region={self.region!r}, "
+            f"connect_timeout={self.connect_timeout!r}, read_timeout={self.read_timeout!r})"
         )
 
     def client_kwargs(self) -> dict[str, Any]:

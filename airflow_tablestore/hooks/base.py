@@ -1,4 +1,4 @@
-"""Connection parsing shared by the Tablestore hooks.
+"""The base of the Tablestore hooks: a ``tablestore`` Airflow connection parsed into ``ConnectionSettings``.
 
 A ``tablestore`` connection holds the endpoint in ``host`` (``http://`` or ``https://``; a bare host name gets
 ``https://``), the AccessKey ID in ``login``, the AccessKey secret in ``password`` and these extras:
@@ -236,19 +236,24 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
         return self._config
 
 
-class _LegacyConnectionConfig(ConnectionSettings):
-    """``TablestoreConnectionConfig`` (deprecated): :class:`ConnectionSettings` with the old positional order.
+class _LegacyConfigType(type):
+    def __instancecheck__(cls, instance: object) -> bool:
+        return isinstance(instance, ConnectionSettings)
 
-    The old type took ``(endpoint, access_key_id, access_key_secret, instance_name, region, sts_token, ...)``;
-    :class:`ConnectionSettings` puts ``instance_name`` second, so the old name keeps the old order.
-    """
 
-    def __init__(self, endpoint: str, access_key_id: str, access_key_secret: str, instance_name: str,
-                 region: str | None = None, sts_token: str | None = None, connect_timeout: float | None = None,
-                 read_timeout: float | None = None) -> None:
-        super().__init__(endpoint=endpoint, instance_name=instance_name, access_key_id=access_key_id,
-                         access_key_secret=access_key_secret, sts_token=sts_token, region=region,
-                         connect_timeout=connect_timeout, read_timeout=read_timeout)
+class _LegacyConnectionConfig(metaclass=_LegacyConfigType):
+    """``TablestoreConnectionConfig`` (deprecated): builds a :class:`ConnectionSettings` from the old positional
+    order ``(endpoint, access_key_id, access_key_secret, instance_name, region, sts_token, ...)``
+    (:class:`ConnectionSettings` puts ``instance_name`` second); every ``ConnectionSettings`` is an instance."""
+
+    def __new__(  # type: ignore[misc]
+        cls, endpoint: str, access_key_id: str, access_key_secret: str, instance_name: str,
+        region: str | None = None, sts_token: str | None = None, connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+    ) -> ConnectionSettings:
+        return ConnectionSettings(endpoint=endpoint, instance_name=instance_name, access_key_id=access_key_id,
+                                  access_key_secret=access_key_secret, sts_token=sts_token, region=region,
+                                  connect_timeout=connect_timeout, read_timeout=read_timeout)
 
 
 __getattr__ = moved_names(__name__, {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.errors import NotFoundError
 from airflow_tablestore.client.model import (
     MAX_TIME_DEVIATION,
@@ -25,9 +26,7 @@ class TablestoreHook(TablestoreBaseHook["TableClient"]):
     (use it for row operations); the helpers below are idempotency-friendly table management calls."""
 
     def _create_client(self, config: ConnectionSettings) -> TableClient:
-        from airflow_tablestore.client.table import TableClient
-
-        return TableClient(**config.client_kwargs())
+        return config.table_client()
 
     def test_connection(self) -> tuple[bool, str]:
         """List the tables of the instance: ``(True, message)`` when credentials and endpoint work."""
@@ -124,3 +123,8 @@ def schema_differences(existing: TableDescription, wanted: TableSchema) -> list[
     if wanted.stream is not None and wanted.stream.enabled != existing.stream.enabled:
         diffs.append(f"stream enabled is {existing.stream.enabled}, wanted {wanted.stream.enabled}")
     return diffs
+
+
+__getattr__ = moved_names(__name__, {
+    "TablestoreConnectionConfig": "airflow_tablestore.hooks.base:_LegacyConnectionConfig",
+})

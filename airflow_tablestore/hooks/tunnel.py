@@ -25,9 +25,7 @@ class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
     """Tunnel Service hook. ``get_conn()`` returns a cached :class:`~airflow_tablestore.client.tunnel.TunnelClient`."""
 
     def _create_client(self, config: ConnectionSettings) -> TunnelClient:
-        from airflow_tablestore.client.tunnel import TunnelClient
-
-        return TunnelClient(**config.client_kwargs())
+        return config.tunnel_client()
 
     def test_connection(self) -> tuple[bool, str]:
         """List the tunnels of the instance: ``(True, message)`` when credentials and endpoint work."""
@@ -108,6 +106,7 @@ def parse_tunnel_type(value: TunnelType | str) -> TunnelType:
 
 __getattr__ = moved_names(__name__, {
     "to_epoch_ns": "airflow_tablestore.client.epoch:parse_epoch_ns",
+    "TablestoreConnectionConfig": "airflow_tablestore.hooks.base:_LegacyConnectionConfig",
     "ConsumePointCheck": "airflow_tablestore.hooks.consume_point:ConsumePointCheck",
     "evaluate_consume_point": "airflow_tablestore.hooks.consume_point:evaluate_consume_point",
     "tunnel_problem_message": "airflow_tablestore.hooks.consume_point:tunnel_problem_message",

@@ -1,4 +1,4 @@
-"""The connection boilerplate of every Tablestore operator and sensor, written once (a generic base).
+"""The generic base of the Tablestore operators: the connection arguments, their templating and the hook.
 
 Like the Amazon provider's ``AwsBaseOperator``: a subclass names its hook class in ``hook_class`` and gets the
 ``tablestore_conn_id`` and ``region`` arguments, their templating and a cached ``hook``::

@@ -8,6 +8,7 @@ from typing import Any
 
 from airflow.sdk import Context
 
+from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.epoch import parse_epoch_ns
 from airflow_tablestore.client.errors import AlreadyExistsError
 from airflow_tablestore.client.model import TunnelType
@@ -120,3 +121,6 @@ class TablestoreDeleteTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
         else:
             self.log.info("Tunnel %r on %r does not exist: nothing to delete", self.tunnel_name, self.table_name)
         return deleted
+
+
+__getattr__ = moved_names(__name__, {"to_epoch_ns": "airflow_tablestore.client.epoch:parse_epoch_ns"})

@@ -1,4 +1,4 @@
-"""The connection boilerplate of the Tablestore sensors, written once (see :mod:`airflow_tablestore.operators.base`)."""
+"""The generic base of the Tablestore sensors (the same connection boilerplate as ``operators/base.py``)."""
 
 from __future__ import annotations
 

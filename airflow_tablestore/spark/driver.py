@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_tablestore.client.backoff import FAILED_ROUND
+from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.epoch import ns_to_iso
 from airflow_tablestore.client.errors import (
     ResourceGoneError,
@@ -367,3 +368,9 @@ class ConsumerJob:
     def close(self) -> None:
         with contextlib.suppress(TablestoreError):
             self.client.close()
+
+
+__getattr__ = moved_names(__name__, {
+    "RESOURCE_GONE_CODE": "airflow_tablestore.spark.outcome:RESOURCE_GONE_CODE",
+    "expired_message": "airflow_tablestore.spark.outcome:expired_message",
+})

@@ -34,6 +34,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 
+from airflow_tablestore.client.epoch import datetime_to_us, us_to_datetime
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import Record
 from airflow_tablestore.spark.changes import CHANGE_SCHEMA, records_to_arrow
@@ -97,7 +98,7 @@ def partition_of(sequence_timestamp_us: int | None, partition_by: str) -> str:
         return NO_PARTITION
     if sequence_timestamp_us is None:
         return BASE_PARTITION
-    moment = datetime.fromtimestamp(sequence_timestamp_us / 1e6, tz=UTC)
+    moment = us_to_datetime(sequence_timestamp_us)
     return moment.strftime("%Y%m%dT%H" if partition_by == "hour" else "%Y%m%d")
 
 
@@ -119,7 +120,7 @@ def interval_partitions(start: datetime, end: datetime, partition_by: str) -> li
     """The partitions overlapping the interval [start, end)."""
     out, moment = [], _floor(start, partition_by)
     while moment < end:
-        out.append(partition_of(int(moment.timestamp() * 1e6), partition_by))
+        out.append(partition_of(datetime_to_us(moment), partition_by))
         moment += _step(partition_by)
     return out
 

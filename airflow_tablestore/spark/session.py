@@ -87,7 +87,7 @@ class TunnelSession:
             except TablestoreError as exc:
                 if attempt == CONNECT_ATTEMPTS or not is_transient(exc):
                     raise
-                delay = TUNNEL_SESSION_RETRY.delay(attempt)
+                delay = TUNNEL_SESSION_RETRY.delay(attempt)  # attempt is 1-based here: the first retry waits 0.4 s (as before)
                 log.warning("connect to tunnel %s failed (%s); retry %d of %d in %.1fs", self.tunnel_id, exc,
                             attempt, CONNECT_ATTEMPTS - 1, delay)
                 time.sleep(delay)

@@ -15,8 +15,8 @@ from airflow.sdk.exceptions import (
 )
 from airflow_helpers import own_emulator, unique
 
+from airflow_tablestore.client.epoch import parse_epoch_ns as to_epoch_ns
 from airflow_tablestore.client.model import TunnelType
-from airflow_tablestore.hooks.tunnel import to_epoch_ns
 from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor
 from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigger
 

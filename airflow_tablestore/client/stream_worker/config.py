@@ -7,6 +7,8 @@ import socket
 import uuid
 from dataclasses import dataclass, field
 
+from airflow_tablestore.client.backoff import PROCESSOR_RETRY
+
 DEFAULT_STATUS_TABLE = "stream_worker_status"
 
 
@@ -39,7 +41,7 @@ class StreamWorkerConfig:
     max_parallel_shards: int = 8
     fetch_limit: int = 1000
     idle_poll_s: float = 0.5
-    processor_retry_s: tuple[float, float] = (0.1, 10.0)
+    processor_retry_s: tuple[float, float] = (PROCESSOR_RETRY.base_s, PROCESSOR_RETRY.max_s)
     progress_log_interval_s: float = 60.0
 
     def __post_init__(self) -> None:

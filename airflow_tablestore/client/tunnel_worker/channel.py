@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 
+from airflow_tablestore.client.backoff import FINISH_CHECKPOINT_RETRY
 from airflow_tablestore.client.errors import ResourceGoneError, TablestoreError
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel import Channel, TunnelClient
@@ -27,7 +28,7 @@ from airflow_tablestore.client.tunnel_worker.config import TunnelWorkerConfig
 from airflow_tablestore.client.tunnel_worker.metrics import WorkerMetrics
 from airflow_tablestore.client.tunnel_worker.processor import ChannelContext, ChannelProcessor
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("airflow_tablestore.client.worker.channel")  # the name before the rename, kept for one release
 
 THREAD_PREFIX = "tunnel-channel-"
 _POLL_S = 0.1
@@ -262,7 +263,7 @@ class ChannelConsumer:
                     return
             except ResourceGoneError:
                 raise
-            if self._stop.wait(0.2 * (attempt + 1)):
+            if self._stop.wait(FINISH_CHECKPOINT_RETRY.delay(attempt)):
                 raise _Stop()
         raise TablestoreError("OTSClientError", f"could not checkpoint 'finished' for channel {self.channel_id}")
 

@@ -8,7 +8,7 @@ from airflow_tablestore.client.errors import TablestoreError
 from airflow_tablestore.client.tunnel import TunnelClient
 from airflow_tablestore.client.tunnel_session import CheckpointOutcome, store_checkpoint
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("airflow_tablestore.client.worker.checkpointer")  # the name before the rename, kept for one release
 
 
 class Checkpointer:

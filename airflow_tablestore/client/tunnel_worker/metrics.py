@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("airflow_tablestore.client.worker.metrics")  # the name before the rename, kept for one release
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from airflow_tablestore.client.tunnel_worker.processor import (
     ProcessorFactory,
 )
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("airflow_tablestore.client.worker.worker")  # the name before the rename, kept for one release
 
 MIN_HEARTBEAT_GAP_S = 1.0
 FATAL_CODES = frozenset({"OTSTunnelExpired", "OTSParameterInvalid", "OTSPermissionDenied"})

@@ -29,6 +29,7 @@ warnings.warn(
 
 for _name, _target in _SUBMODULES.items():
     sys.modules[f"{__name__}.{_name}"] = importlib.import_module(_target)
+    globals()[_name] = sys.modules[_target]
 
 from airflow_tablestore.client.tunnel_worker import *  # noqa: E402,F403
 from airflow_tablestore.client.tunnel_worker import __all__  # noqa: E402,F401
