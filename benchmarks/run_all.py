@@ -30,6 +30,7 @@ SECTIONS = [
     ("spark-fencing-sink", "Tablestore sink fence cost"),
     ("memory", "Spark consumer memory"),
     ("airflow-sensor", "Airflow sensor and trigger"),
+    ("structure", "Restructuring before/after"),
 ]
 
 
