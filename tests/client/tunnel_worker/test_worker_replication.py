@@ -83,7 +83,7 @@ def test_base_and_stream_replication_is_exact(
     cutoff_ns = to_ns(datetime.now(UTC))
 
     processor = RecordingProcessor(tablestore_client, replica)
-    caplog.set_level(logging.INFO, logger="airflow_tablestore.client.tunnel_worker")
+    caplog.set_level(logging.INFO, logger="airflow_tablestore.client.worker")  # logger names kept for one release
     worker = TunnelWorker(tablestore_tunnel_client, tunnel_id, processor,
                           fast_config(progress_log_interval_s=0.5, max_channel_parallel=2))
     with worker:
