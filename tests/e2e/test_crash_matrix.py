@@ -89,7 +89,7 @@ class World:
 
 def launch(world: World, args: list[str]) -> subprocess.Popen[str]:
     cmd = [str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-           "--driver-java-options", FAST_JVM, application_path(), *world.args, *args, *TUNING]
+           "--driver-java-options", FAST_JVM, application_path(), *world.args, *TUNING, *args]  # args override TUNING
     return subprocess.Popen(cmd, env=world.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
 
@@ -288,7 +288,10 @@ def test_crash_matrix(emulators: tuple[EmulatorProcess, EmulatorProcess], tmp_pa
         world = World(source, None, client, sink_type, args)
     expected_base = demo.snapshot(client, "orders")
 
-    kill_phase(world, "full", rng, lambda: ["--phase", "full"])
+    # Smaller rounds in the killed full-phase runs (one ReadRecords per channel and round): the base data then
+    # takes ~8 rounds, so the phase cannot finish before KILLS_PER_PHASE kills were reached (with 120 records per
+    # round it took 3 rounds, and 9 kills could complete it: the runs after that end before their kill point).
+    kill_phase(world, "full", rng, lambda: ["--phase", "full", "--records-per-channel", "40"])
     run_clean(world, ["--phase", "full"])
 
     writer = SourceWriter(client, "orders")
