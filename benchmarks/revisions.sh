@@ -2,6 +2,7 @@
 # alternated ROUNDS times in one run on one machine (ratios between revisions are only meaningful within a run).
 # The old revision is checked out into a temporary git worktree; PYTHONPATH selects the tree for each run, and
 # the processes a benchmark starts (emulator, Spark workers) inherit it.
+# NEW_FIRST=1 runs the working tree first in each round (run order can bias a noisy machine).
 # Usage: compare_revisions OLD_REV ROUNDS bench_function   (bench_function runs in the tree, gets no arguments)
 compare_revisions() {
   local old_rev=$1 rounds=$2 bench=$3
@@ -11,7 +12,9 @@ compare_revisions() {
   git -C "$repo" worktree add -q --detach "$old_tree" "$old_rev"
   trap 'git -C "$repo" worktree remove --force "$old_tree"' EXIT
   for round in $(seq "$rounds"); do
-    for tree in "$old_tree" "$repo"; do
+    trees=("$old_tree" "$repo")
+    [ "${NEW_FIRST:-0}" = 1 ] && trees=("$repo" "$old_tree")
+    for tree in "${trees[@]}"; do
       label=$([ "$tree" = "$old_tree" ] && echo "old ($old_rev)" || echo "new (working tree)")
       echo "== round $round: $label"
       (cd "$tree" && export PYTHONPATH=$tree && "$bench")

@@ -125,7 +125,7 @@ def record_to_row(record: Record, channel_id: str, chunk: str, index: int) -> di
         item = _typed(col.value)
         item["name"] = col.name
         item["op"] = CellOp(col.op).name
-        item["timestamp"] = col.timestamp_ms
+        item["timestamp"] = col.timestamp  # ms; the field, not the property: once per cell
         columns.append(item)
     seq = record.sequence
     return {
@@ -136,7 +136,7 @@ def record_to_row(record: Record, channel_id: str, chunk: str, index: int) -> di
         "primary_key": pk,
         "columns": columns,
         "sequence_epoch": seq.epoch if seq else None,
-        "sequence_timestamp_us": seq.timestamp_us if seq else None,
+        "sequence_timestamp_us": seq.timestamp if seq else None,  # µs
         "sequence_row_index": seq.row_index if seq else None,
     }
 

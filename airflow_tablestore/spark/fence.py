@@ -45,10 +45,14 @@ CONDITION_FAILED = "OTSConditionCheckFail"
 
 
 def fence_value(sequence: SequenceInfo | None) -> str:
-    """The fence string of a change: fixed-width hex of (epoch, timestamp µs, row index); base data → "0"."""
+    """The fence string of a change: fixed-width hex of (epoch, timestamp µs, row index); base data → "0".
+
+    Per record on the sink path: reads the NamedTuple fields directly (``timestamp`` is µs), not the unit-named
+    properties.
+    """
     if sequence is None:
         return BASE_FENCE
-    return f"{sequence.epoch:08x}{sequence.timestamp_us:016x}{sequence.row_index:08x}"
+    return f"{sequence.epoch:08x}{sequence.timestamp:016x}{sequence.row_index:08x}"
 
 
 def fenced_write(table: str, record: Record, fence_column: str = FENCE_COLUMN) -> RowWrite | None:

@@ -59,3 +59,11 @@ def test_spark_presets_match_the_delays_they_replaced() -> None:
 def test_spread_stays_in_its_range() -> None:
     delays = [spread(0.5, 2.0) for _ in range(200)]
     assert all(0.5 <= d <= 2.0 for d in delays) and len(set(delays)) > 1
+
+
+def test_request_and_worker_presets_keep_the_numbers_they_replaced() -> None:
+    # The defaults RetryPolicy, the tunnel worker and the stream worker had before they came from these presets.
+    assert (REQUEST_RETRY.base_s, REQUEST_RETRY.factor, REQUEST_RETRY.max_s, REQUEST_RETRY.full_jitter) == (0.1, 2.0, 3.0, True)
+    assert (THROTTLED_REQUEST_RETRY.base_s, THROTTLED_REQUEST_RETRY.max_s) == (0.3, 3.0)
+    assert (EMPTY_READ.base_s, EMPTY_READ.factor, EMPTY_READ.jitter, EMPTY_READ.max_s) == (0.02, 5.0, 0.25, 5.0)
+    assert [PROCESSOR_RETRY.delay(n) for n in range(9)] == [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 10.0, 10.0]
