@@ -19,8 +19,9 @@ def get_provider_info() -> dict[str, Any]:
         "package-name": "airflow-provider-tablestore",
         "name": "Alibaba Cloud Tablestore",
         "description": (
-            "Alibaba Cloud Tablestore (OTS) tables and Tunnel Service: hooks, operators, "
-            "a consume-point sensor and its deferrable trigger."
+            "Alibaba Cloud Tablestore (OTS) tables and Tunnel Service: hooks, operators (tables, "
+            "tunnels, a Spark tunnel consumer and the steps of a replication run), a consume-point sensor "
+            "and its deferrable trigger."
         ),
         "versions": [__version__],
         "integrations": [
@@ -47,6 +48,8 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_tablestore.operators.table",
                     "airflow_tablestore.operators.tunnel",
                     "airflow_tablestore.operators.spark_submit",
+                    "airflow_tablestore.operators.replication",
+                    "airflow_tablestore.operators.rebuild",
                 ],
             }
         ],
@@ -67,7 +70,9 @@ def get_provider_info() -> dict[str, Any]:
                 "schemes": ["tablestore"],
                 "handler": "airflow_tablestore.assets.tablestore.sanitize_uri",
                 "factory": "airflow_tablestore.assets.tablestore.create_asset",
-                "to_openlineage_converter": "airflow_tablestore.assets.tablestore.convert_asset_to_openlineage",
+                "to_openlineage_converter": (
+                    "airflow_tablestore.assets.tablestore.convert_asset_to_openlineage"
+                ),
             }
         ],
         "connection-types": [

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from airflow_tablestore.client.table import TableClient
-    from airflow_tablestore.client.tunnel import TunnelClient
+    from airflow_tablestore.client.table.client import TableClient
+    from airflow_tablestore.client.tunnel.client import TunnelClient
     from airflow_tablestore.emulator.testing import EmulatorProcess
 
 AIRFLOW_CONN_ID = "tablestore_default"
@@ -56,7 +56,7 @@ def tablestore_emulator(tablestore_emulator_args: list[str]) -> Iterator[Emulato
 @pytest.fixture
 def tablestore_client(tablestore_emulator: EmulatorProcess) -> Iterator[TableClient]:
     """A ``TableClient`` on the emulator."""
-    from airflow_tablestore.client.table import TableClient
+    from airflow_tablestore.client.table.client import TableClient
 
     with TableClient(**tablestore_emulator.client_kwargs) as client:
         yield client
@@ -65,7 +65,7 @@ def tablestore_client(tablestore_emulator: EmulatorProcess) -> Iterator[TableCli
 @pytest.fixture
 def tablestore_tunnel_client(tablestore_emulator: EmulatorProcess) -> Iterator[TunnelClient]:
     """A ``TunnelClient`` on the emulator."""
-    from airflow_tablestore.client.tunnel import TunnelClient
+    from airflow_tablestore.client.tunnel.client import TunnelClient
 
     with TunnelClient(**tablestore_emulator.client_kwargs) as client:
         yield client

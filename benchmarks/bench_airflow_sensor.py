@@ -51,8 +51,8 @@ def main() -> None:
     os.environ.setdefault("AIRFLOW_HOME", home)
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
-    from airflow_tablestore.client.table import TableClient
-    from airflow_tablestore.client.tunnel import TunnelClient
+    from airflow_tablestore.client.table.client import TableClient
+    from airflow_tablestore.client.tunnel.client import TunnelClient
     from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 
     with EmulatorProcess() as emu:

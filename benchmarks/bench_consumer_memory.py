@@ -37,11 +37,11 @@ from airflow_tablestore.client.model import (
     TunnelType,
     WriteType,
 )
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.consumer import application_path
-from airflow_tablestore.spark.sinks import read_change_log
+from airflow_tablestore.spark.sinks.parquet import read_change_log
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "memory.md"

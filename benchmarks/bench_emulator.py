@@ -14,7 +14,9 @@ import statistics
 import time
 from typing import Any
 
-from airflow_tablestore.emulator import codec
+from airflow_tablestore.emulator.codec.decode import decode_rows
+from airflow_tablestore.emulator.codec.encode import encode_primary_key, encode_row
+from airflow_tablestore.emulator.codec.format import INF_MAX, INF_MIN
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_table_pb2
 from benchmarks.common import use_emulator_test_helpers
@@ -58,7 +60,7 @@ def run(puts: int, rows: int) -> dict[str, float]:
 
         lat = []
         for i in range(puts):
-            r = pb.PutRowRequest(table_name="bench", row=codec.encode_row(
+            r = pb.PutRowRequest(table_name="bench", row=encode_row(
                 [("pk", 10_000_000 + i)], [("a", "x" * 100, None, None), ("b", i, None, None)]))
             r.condition.row_existence = 0
             body = r.SerializeToString()
@@ -71,7 +73,7 @@ def run(puts: int, rows: int) -> dict[str, float]:
             b = pb.BatchWriteRowRequest()
             t = b.tables.add(table_name="bench")
             for i in range(start, min(rows, start + 200)):
-                row = t.rows.add(type=pb.PUT, row_change=codec.encode_row(
+                row = t.rows.add(type=pb.PUT, row_change=encode_row(
                     [("pk", i)], [("a", "x" * 100, None, None), ("b", i, None, None)]))
                 row.condition.row_existence = 0
             batches.append(b.SerializeToString())
@@ -83,14 +85,14 @@ def run(puts: int, rows: int) -> dict[str, float]:
 
         got = 0
         pages = 0
-        start_pk = codec.encode_pk([("pk", codec.INF_MIN)])
-        end_pk = codec.encode_pk([("pk", codec.INF_MAX)])
+        start_pk = encode_primary_key([("pk", INF_MIN)])
+        end_pk = encode_primary_key([("pk", INF_MAX)])
         t0 = time.perf_counter()
         while True:
             g = pb.GetRangeRequest(table_name="bench", direction=0, max_versions=1,
                                    inclusive_start_primary_key=start_pk, exclusive_end_primary_key=end_pk)
             resp = pb.GetRangeResponse.FromString(s.post("GetRange", g.SerializeToString()))
-            got += len(codec.decode_rows(resp.rows)) if resp.rows else 0
+            got += len(decode_rows(resp.rows)) if resp.rows else 0
             pages += 1
             if not resp.HasField("next_start_primary_key"):
                 break

@@ -9,7 +9,8 @@ rows of one 100-byte column. Timed, single client, sequential calls, raw signed 
 * BaseData tunnel: ReadRecords on the snapshot channel until "finished";
 * Stream tunnel (EARLIEST): ReadRecords over every stream partition to the head.
 
-Interleaved, best of ``repeat``. All three decode every row with the emulator's PlainBuffer codec. Each drain is checked to deliver exactly ``rows`` records before numbers are printed.
+Interleaved, best of ``repeat``. All three decode every row with the emulator's PlainBuffer codec. Each drain
+is checked to deliver exactly ``rows`` records before numbers are printed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import argparse
 import time
 from typing import Any
 
-from airflow_tablestore.emulator import codec
+from airflow_tablestore.emulator.codec.decode import decode_row, decode_rows
+from airflow_tablestore.emulator.codec.encode import encode_primary_key
+from airflow_tablestore.emulator.codec.format import INF_MAX, INF_MIN
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from benchmarks.common import use_emulator_test_helpers
 
@@ -28,14 +31,14 @@ from tunnel_emu_http import Http, table_pb2  # noqa: E402
 
 
 def _scan(http: Http, table: str, batch: int) -> int:
-    start = codec.encode_pk([("pk", codec.INF_MIN)])
-    end = codec.encode_pk([("pk", codec.INF_MAX)])
+    start = encode_primary_key([("pk", INF_MIN)])
+    end = encode_primary_key([("pk", INF_MAX)])
     n = 0
     while True:
         req = table_pb2.GetRangeRequest(table_name=table, direction=0, max_versions=1, limit=batch,
                                         inclusive_start_primary_key=start, exclusive_end_primary_key=end)
         resp: Any = http.call("/GetRange", req, table_pb2.GetRangeResponse)
-        n += len(codec.decode_rows(resp.rows)) if resp.rows else 0
+        n += len(decode_rows(resp.rows)) if resp.rows else 0
         if not resp.next_start_primary_key:
             return n
         start = resp.next_start_primary_key
@@ -46,7 +49,7 @@ def _drain(w: SimWorker) -> int:
     n = 0
     for cid in sorted(w.open_channels()):
         records, _ = w.tunnel.drain(w.tunnel_id, w.client_id, cid, checkpoint=False)
-        n += sum(1 for r in records if codec.decode_row(r[1]))  # decode, like the scan
+        n += sum(1 for r in records if decode_row(r[1]))  # decode, like the scan
     return n
 
 

@@ -24,13 +24,13 @@ from typing import Any
 
 from airflow_tablestore.client.model import MAX_TIME_DEVIATION
 from airflow_tablestore.client.settings import ConnectionSettings
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.driver import ConsumerJob
 from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.reader import RoundPlan, run_round_locally
-from airflow_tablestore.spark.sinks import TablestoreSink
+from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
 from demo import replication as demo
 
 ROOT = Path(__file__).resolve().parent.parent

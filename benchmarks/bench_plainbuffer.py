@@ -30,13 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from airflow_tablestore.client.model import Column, Row, SequenceInfo
-from airflow_tablestore.client.plainbuffer import (
-    decode_record,
-    decode_record_list,
-    decode_rows,
-    encode_row,
-    encode_rows,
-)
+from airflow_tablestore.client.plainbuffer.decode import decode_record, decode_record_list, decode_rows
+from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
 from benchmarks.oracle import SDK_REQUIREMENT, OracleUnavailable, run_in_oracle
 
 BASE_TS = 1_700_000_000_000
@@ -198,7 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"building {args.rows} rows ...", flush=True)
     rows = make_rows(args.rows)
     getrange = encode_rows(rows)
-    with_seq = [Row(r.primary_key, r.columns, False, SequenceInfo(0, (BASE_TS + i) * 1000, 0)) for i, r in enumerate(rows)]
+    with_seq = [Row(r.primary_key, r.columns, False, SequenceInfo(0, (BASE_TS + i) * 1000, 0))
+                for i, r in enumerate(rows)]
     records = [encode_row(r) for r in with_seq]
     plain_records = [encode_row(r) for r in rows]
     large_rows = make_large_rows(max(1, args.rows // 10))

@@ -32,13 +32,15 @@ from typing import Any
 
 from airflow_tablestore.client.model import ChannelStatus, Record, TunnelType
 from airflow_tablestore.client.settings import ConnectionSettings
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
-from airflow_tablestore.client.tunnel_worker import ChannelContext, TunnelWorker, TunnelWorkerConfig
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
+from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
+from airflow_tablestore.client.tunnel.processor import ChannelContext
+from airflow_tablestore.client.tunnel.worker import TunnelWorker
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.driver import ConsumerJob, JobSummary
 from airflow_tablestore.spark.options import parse_args
-from airflow_tablestore.spark.sinks import ParquetSink, read_change_log
+from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
 from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,17 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from airflow_tablestore.client.model import Record, StreamSpec, TunnelType
-from airflow_tablestore.client.stream import StreamClient
-from airflow_tablestore.client.stream_worker import (
-    Checkpointer,
-    RecordProcessor,
-    ShutdownReason,
-    StreamWorker,
-    StreamWorkerConfig,
-)
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import TunnelClient
-from airflow_tablestore.client.tunnel_worker import TunnelWorker, TunnelWorkerConfig
+from airflow_tablestore.client.stream.client import StreamClient
+from airflow_tablestore.client.stream.config import StreamWorkerConfig
+from airflow_tablestore.client.stream.processor import Checkpointer, RecordProcessor, ShutdownReason
+from airflow_tablestore.client.stream.worker import StreamWorker
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import TunnelClient
+from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
+from airflow_tablestore.client.tunnel.worker import TunnelWorker
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows, timed_count
 

@@ -58,7 +58,8 @@ n = sum(1 for i in range(rows) if c.get_row("bench", [("pk", "s"), ("id", i)], m
 out["get"] = time.perf_counter() - t
 assert n == rows, n
 t = time.perf_counter()
-n = sum(1 for _ in c.xget_range("bench", Direction.FORWARD, [("pk", "s"), ("id", INF_MIN)], [("pk", "s"), ("id", INF_MAX)], CapacityUnit(0, 0), max_version=1))
+n = sum(1 for _ in c.xget_range("bench", Direction.FORWARD, [("pk", "s"), ("id", INF_MIN)],
+                                [("pk", "s"), ("id", INF_MAX)], CapacityUnit(0, 0), max_version=1))
 out["scan"] = time.perf_counter() - t
 assert n == rows, n
 print(json.dumps(out))
@@ -153,12 +154,14 @@ def main() -> None:
         if sdk_best:
             print(f"official SDK 6.4.8 (same emulator): put_row {rows / sdk_best['put']:.0f} rows/s, "
                   f"get_row {rows / sdk_best['get']:.0f} rows/s, xget_range {rows / sdk_best['scan']:.0f} rows/s")
-            print(f"ours / SDK throughput: put_row {sdk_best['put'] / put_s:.2f}x, get_row {sdk_best['get'] / get_s:.2f}x, "
+            print(f"ours / SDK throughput: put_row {sdk_best['put'] / put_s:.2f}x, "
+                  f"get_row {sdk_best['get'] / get_s:.2f}x, "
                   f"range scan {sdk_best['scan'] / scan_s:.2f}x")
 
     now = datetime(2026, 1, 1, tzinfo=UTC)
     n = 20000
-    for label, creds in (("V2", Credentials("id", "secret")), ("V4", Credentials("id", "secret", region="cn-hangzhou"))):
+    for label, creds in (("V2", Credentials("id", "secret")),
+                         ("V4", Credentials("id", "secret", region="cn-hangzhou"))):
         started = time.perf_counter()
         for _ in range(n):
             build_headers(creds, "inst", "/PutRow", b"x" * 200, now=now)

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from airflow_tablestore.client.model import ChannelStatus, TunnelType
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
-from airflow_tablestore.client.tunnel_worker import TunnelWorker, TunnelWorkerConfig
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
+from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
+from airflow_tablestore.client.tunnel.worker import TunnelWorker
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows
 
@@ -186,7 +187,8 @@ def main() -> None:
     print(f"\nrows={args.rows} channels={channels} (emulator --base-channel-rows {args.channel_rows})")
     print(f"{'measurement':56} {'seconds':>8} {'records/s':>10} {'MB/s':>7} {'vs parallel bare':>17}")
     for res in results:
-        print(f"{res['label']:56} {res['seconds']:8.2f} {res['rps']:10.0f} {res['mbps']:7.2f} {res['rps'] / baseline:16.2f}x")
+        print(f"{res['label']:56} {res['seconds']:8.2f} {res['rps']:10.0f} {res['mbps']:7.2f} "
+              f"{res['rps'] / baseline:16.2f}x")
     for kind in ("w1_", "w0_"):
         overhead = 1 - best[kind]["rps"] / baseline
         print(f"framework overhead ({best[kind]['label']}) vs equal-parallelism bare loop: "

@@ -19,8 +19,8 @@ from airflow_tablestore.client.model import (
     TableSchema,
     WriteType,
 )
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel_worker import ChannelContext, ChannelProcessor
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.processor import ChannelContext, ChannelProcessor
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,17 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_tablestore.client.model import Column, Row, SequenceInfo
-from airflow_tablestore.client.plainbuffer import decode_record_list, decode_rows, encode_row, encode_rows
+
+try:  # the codec's modules since the client was split into subpackages
+    from airflow_tablestore.client.plainbuffer.decode import decode_record_list, decode_rows
+    from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
+except ImportError:  # older revisions: the flat ``client/plainbuffer.py`` module
+    from airflow_tablestore.client.plainbuffer import (  # type: ignore[attr-defined,no-redef]
+        decode_record_list,
+        decode_rows,
+        encode_row,
+        encode_rows,
+    )
 
 BASE_TS_MS = 1_700_000_000_000
 

@@ -12,8 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client import TableClient, TunnelClient  # the public API: any revision has it
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from benchmarks.bench_spark import load, new_tunnel, run_worker
 

@@ -165,14 +165,14 @@ def snapshot(client: Any, table: str) -> Snapshot:
     """Every row with every kept version: ``{pk: ((column, value, timestamp), ...)}`` sorted. The replica's
     fence column and tombstones are not data: they are left out."""
     from airflow_tablestore.client.model import INF_MAX, INF_MIN
-    from airflow_tablestore.spark.fence import is_tombstone, strip_fence
+    from airflow_tablestore.spark.sinks.fence import is_tombstone, strip_fence
 
     start = (("region", INF_MIN), ("id", INF_MIN))
     end = (("region", INF_MAX), ("id", INF_MAX))
     out: Snapshot = {}
     for row in client.iter_range(table, start, end, max_versions=MAX_VERSIONS):
         if is_tombstone(row.columns):
-            continue  # a deleted row, kept by the Tablestore sink's fence (see airflow_tablestore.spark.fence)
+            continue  # a deleted row, kept by the Tablestore sink's fence (see airflow_tablestore.spark.sinks.fence)
         cells = sorted(((c.name, c.value, c.timestamp) for c in strip_fence(row.columns)),
                        key=lambda c: (c[0], c[2] or 0, repr(c[1])))
         out[row.primary_key] = tuple(cells)
@@ -310,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         (workdir / "emulator").mkdir()
         emulator.start()
         print(f"[demo] emulator at {emulator.endpoint} (data in {workdir})", flush=True)
-        from airflow_tablestore.client.table import TableClient
+        from airflow_tablestore.client.table.client import TableClient
 
         client = TableClient(**emulator.client_kwargs)
         source, replica = "demo_source", "demo_replica"

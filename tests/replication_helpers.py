@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from airflow_tablestore.client.model import MAX_TIME_DEVIATION, ActionType, Record, RowWrite
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import TunnelClient
 from demo import replication as demo
 
 

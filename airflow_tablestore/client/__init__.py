@@ -1,4 +1,7 @@
-"""Pure-Python Tablestore client: table API, Tunnel Service, shared data model and typed errors.
+"""The client's public API: the names most callers need, each imported lazily from its defining module.
+
+A pure-Python Tablestore client: the table API (``table/``), the Tunnel Service (``tunnel/``), the Stream API
+(``stream/``), the PlainBuffer codec (``plainbuffer/``), the shared data model and typed errors.
 
 Quick start::
 
@@ -9,7 +12,8 @@ Quick start::
         row = client.get_row("orders", [("id", 1)])
 
 Every name here is imported lazily on first use, so importing one submodule (``client.transport``, ...) never
-runs the others: the package has no import-order dependencies.
+runs the others: the package has no import-order dependencies. The tunnel and stream workers are imported from
+their modules (``client.tunnel.worker``, ``client.stream.worker``).
 """
 
 from __future__ import annotations
@@ -68,18 +72,22 @@ if TYPE_CHECKING:
     from airflow_tablestore.client.retry import (
         RetryPolicy,
     )
-    from airflow_tablestore.client.stream import (
+    from airflow_tablestore.client.stream.client import (
         StreamClient,
     )
-    from airflow_tablestore.client.table import (
-        RowReadResult,
+    from airflow_tablestore.client.table.client import (
         TableClient,
+    )
+    from airflow_tablestore.client.table.ddl import (
         UpdateTableResult,
+    )
+    from airflow_tablestore.client.table.rows import (
+        RowReadResult,
     )
     from airflow_tablestore.client.transport import (
         Transport,
     )
-    from airflow_tablestore.client.tunnel import (
+    from airflow_tablestore.client.tunnel.client import (
         TunnelClient,
     )
 
@@ -110,14 +118,14 @@ _EXPORTS: dict[str, str] = {
     "RetryPolicy": "airflow_tablestore.client.retry",
     "Row": "airflow_tablestore.client.model",
     "RowExistence": "airflow_tablestore.client.model",
-    "RowReadResult": "airflow_tablestore.client.table",
+    "RowReadResult": "airflow_tablestore.client.table.rows",
     "RowWrite": "airflow_tablestore.client.model",
     "RowWriteResult": "airflow_tablestore.client.model",
     "ServerError": "airflow_tablestore.client.errors",
     "SingleColumnCondition": "airflow_tablestore.client.model",
-    "StreamClient": "airflow_tablestore.client.stream",
+    "StreamClient": "airflow_tablestore.client.stream.client",
     "StreamSpec": "airflow_tablestore.client.model",
-    "TableClient": "airflow_tablestore.client.table",
+    "TableClient": "airflow_tablestore.client.table.client",
     "TableDescription": "airflow_tablestore.client.model",
     "TableOptions": "airflow_tablestore.client.model",
     "TableSchema": "airflow_tablestore.client.model",
@@ -128,8 +136,8 @@ _EXPORTS: dict[str, str] = {
     "ThrottledError": "airflow_tablestore.client.errors",
     "TimeRange": "airflow_tablestore.client.model",
     "Transport": "airflow_tablestore.client.transport",
-    "TunnelClient": "airflow_tablestore.client.tunnel",
-    "UpdateTableResult": "airflow_tablestore.client.table",
+    "TunnelClient": "airflow_tablestore.client.tunnel.client",
+    "UpdateTableResult": "airflow_tablestore.client.table.ddl",
     "WriteType": "airflow_tablestore.client.model",
 }
 
@@ -187,8 +195,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        # ``client.errors`` and friends: submodules load on first attribute access, as they did when this
-        # package imported them eagerly.
+        # ``client.errors`` and the other submodules load on first attribute access.
         if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
             return importlib.import_module(f"{__name__}.{name}")
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -139,7 +139,8 @@ def sign_v2(secret: str, uri: str, headers: Mapping[str, str]) -> str:
 
 
 def derive_v4_key(secret: str, sign_date: str, region: str) -> str:
-    """The V4 signing key: base64 of the HMAC-SHA256 chain over date, region, ``ots``, ``aliyun_v4_request``."""
+    """The V4 signing key: base64 of the HMAC-SHA256 chain over date, region, ``ots``,
+    ``aliyun_v4_request``."""
     key = ("aliyun_v4" + secret).encode("utf-8")
     for part in (sign_date, region, "ots", "aliyun_v4_request"):
         key = hmac.new(key, part.encode("utf-8"), "sha256").digest()

@@ -1,9 +1,10 @@
 """Back-off: the one rule for how long to wait before trying again, with the per-use presets.
 
-``delay(n)`` for the ``n``-th retry (0-based) is ``min(max_s, base_s × factor^n)`` (``linear``: ``base_s × (n+1)``),
-then jittered: either *full jitter* (uniform between 0 and that value, for requests many clients may repeat at
-once) or a symmetric ``±jitter`` fraction. The presets, one per use, are the single source of these numbers
-(the request and empty-read ones follow the official SDKs; the others are this project's):
+``delay(n)`` for the ``n``-th retry (0-based) is ``min(max_s, base_s × factor^n)`` (``linear``:
+``base_s × (n+1)``), then jittered: either *full jitter* (uniform between 0 and that value, for requests many
+clients may repeat at once) or a symmetric ``±jitter`` fraction. The presets, one per use, are the single
+source of these numbers (the request and empty-read ones follow the official SDKs; the others are this
+project's):
 
 * :data:`REQUEST_RETRY` / :data:`THROTTLED_REQUEST_RETRY`: a failed request (the table and tunnel clients'
   :class:`~airflow_tablestore.client.retry.RetryPolicy`; throttling starts slower because the service asked).

@@ -17,7 +17,8 @@ from airflow_tablestore.client.transport import DEFAULT_TIMEOUT, Transport
 
 
 class BaseClient:
-    """Base of the API clients: owns (or borrows) one :class:`Transport`; ``timeout=None`` means the default."""
+    """Base of the API clients: owns (or borrows) one :class:`Transport`; ``timeout=None`` means the
+    default."""
 
     def __init__(
         self,

@@ -1,8 +1,8 @@
 """Epoch time: the one conversion between datetimes, ISO-8601 text and nanoseconds since the epoch.
 
 Tablestore speaks nanoseconds in the Tunnel Service (stream start/end, consume points), microseconds in stream
-records (``sequence_timestamp_us``) and milliseconds in cell versions (``timestamp_ms``). Everything that turns
-a user's time value into nanoseconds goes through here; naive datetimes are UTC.
+records (``sequence_timestamp_us``) and milliseconds in cell versions (``timestamp_ms``). Everything that
+turns a user's time value into nanoseconds goes through here; naive datetimes are UTC.
 """
 
 from __future__ import annotations
@@ -79,7 +79,9 @@ def parse_epoch_ns(value: datetime | str | int | float | None) -> int:
     if isinstance(value, datetime):
         return datetime_to_ns(value)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise TablestoreClientError(f"time value must be a datetime, ISO-8601 string or epoch number, got {value!r}")
+        raise TablestoreClientError(
+            f"time value must be a datetime, ISO-8601 string or epoch number, got {value!r}"
+        )
     for limit, factor in _MAGNITUDES:
         if value < limit:
             return int(value * factor)

@@ -337,7 +337,8 @@ class TunnelInfo:
 class ChannelInfo:
     """A channel as DescribeTunnel shows it: type, status, owner and progress (read-only, for monitoring).
 
-    Why its own type: heartbeats exchange only :class:`~airflow_tablestore.client.tunnel.Channel` triples.
+    Why its own type: heartbeats exchange only :class:`~airflow_tablestore.client.tunnel.client.Channel`
+    triples.
     """
 
     channel_id: str

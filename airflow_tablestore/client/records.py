@@ -12,7 +12,7 @@ from typing import Any
 
 from airflow_tablestore.client.errors import PlainBufferError
 from airflow_tablestore.client.model import ActionType, Record
-from airflow_tablestore.client.plainbuffer import decode_record, gc_paused
+from airflow_tablestore.client.plainbuffer.decode import decode_record, gc_paused
 
 _ACTIONS = {a.value: a for a in ActionType}
 

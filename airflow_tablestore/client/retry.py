@@ -131,7 +131,12 @@ class RetryPolicy:
                 if self.clock() - started + wait > self.total_budget_s:
                     log.warning(
                         "%s failed with %s (request id %s) after %d attempt(s); retry time budget of %.1fs "
-                        "exhausted, giving up", name, error.code, error.request_id, attempt, self.total_budget_s,
+                        "exhausted, giving up",
+                        name,
+                        error.code,
+                        error.request_id,
+                        attempt,
+                        self.total_budget_s,
                     )
                     raise
                 log.warning(

@@ -1,9 +1,10 @@
 """``ConnectionSettings``: where one Tablestore instance is and how to sign for it (the one settings type).
 
 The Airflow hooks parse a connection into it, the Spark job reads it from a credentials file or environment
-variables, and the DAG passes it between them; every client is built from :meth:`ConnectionSettings.client_kwargs`.
-The repr masks the AccessKey secret and the STS token. It is picklable, so Spark tasks receive it inside
-their closures (never through the Spark conf or argv, which the Spark UI and process listings show).
+variables, and the DAG passes it between them; every client is built from
+:meth:`ConnectionSettings.client_kwargs`. The repr masks the AccessKey secret and the STS token. It is
+picklable, so Spark tasks receive it inside their closures (never through the Spark conf or argv, which the
+Spark UI and process listings show).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from airflow_tablestore.client.transport import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
-    from airflow_tablestore.client.table import TableClient
-    from airflow_tablestore.client.tunnel import TunnelClient
+    from airflow_tablestore.client.table.client import TableClient
+    from airflow_tablestore.client.tunnel.client import TunnelClient
 
 DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_READ_TIMEOUT_S = DEFAULT_TIMEOUT
 
@@ -70,12 +71,12 @@ class ConnectionSettings:
 
     def table_client(self, timeout: float | None = None) -> TableClient:
         """A new ``TableClient`` (``timeout=None``: these settings' timeouts, else the client's default)."""
-        from airflow_tablestore.client.table import TableClient
+        from airflow_tablestore.client.table.client import TableClient
 
         return TableClient(**self._kwargs(timeout))
 
     def tunnel_client(self, timeout: float | None = None) -> TunnelClient:
         """A new ``TunnelClient`` (``timeout=None``: these settings' timeouts, else the client's default)."""
-        from airflow_tablestore.client.tunnel import TunnelClient
+        from airflow_tablestore.client.tunnel.client import TunnelClient
 
         return TunnelClient(**self._kwargs(timeout))

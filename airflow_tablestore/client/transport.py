@@ -107,7 +107,9 @@ class Transport:
         self.credentials = credentials
         self.instance_name = instance_name
         self.timeout: tuple[float, float] = (
-            (float(timeout), float(timeout)) if isinstance(timeout, int | float) else (float(timeout[0]), float(timeout[1]))
+            (float(timeout), float(timeout))
+            if isinstance(timeout, int | float)
+            else (float(timeout[0]), float(timeout[1]))
         )
         self.retry = retry if retry is not None else RetryPolicy()
         self.api_version = api_version
@@ -197,7 +199,9 @@ class Transport:
         headers["User-Agent"] = _USER_AGENT
         url = self._base + self._prefix + path
         try:
-            response = self._session.post(url, data=body, headers=headers, timeout=self.timeout, allow_redirects=False)
+            response = self._session.post(
+                url, data=body, headers=headers, timeout=self.timeout, allow_redirects=False
+            )
             content = response.content
         except requests.Timeout as exc:
             raise TablestoreNetworkError(f"{path} to {self.endpoint} timed out: {_short(exc)}") from None
@@ -208,7 +212,9 @@ class Transport:
         request_id = resp_headers.get(auth.H_REQUEST_ID)
 
         expected_md5 = resp_headers.get(auth.H_CONTENT_MD5)
-        if expected_md5 is not None and not hmac.compare_digest(expected_md5.strip(), auth.content_md5(content)):
+        if expected_md5 is not None and not hmac.compare_digest(
+            expected_md5.strip(), auth.content_md5(content)
+        ):
             raise TablestoreClientError(
                 f"{path}: MD5 mismatch in response (x-ots-contentmd5 does not match the body); "
                 "the answer was corrupted in transit or by a proxy",
@@ -250,7 +256,9 @@ class Transport:
         if authorization is None:
             if required:
                 raise TablestoreClientError(
-                    f"{path}: the response has no Authorization header", http_status=status, request_id=request_id
+                    f"{path}: the response has no Authorization header",
+                    http_status=status,
+                    request_id=request_id,
                 )
             return
         key = auth.response_signing_key(self.credentials, request_headers)

@@ -67,13 +67,15 @@ def main(argv: list[str] | None = None) -> int:
             threading.Thread(target=emulator.httpd.shutdown, daemon=True).start()
 
     if not is_loopback(config.host):
-        print(f"tablestore-emulator: WARNING: listening on {config.host}, not only on loopback: anyone who can reach "
-              "this port can read and write its data with the (well-known) default credentials unless you set "
+        print(f"tablestore-emulator: WARNING: listening on {config.host}, not only on loopback: anyone who "
+              "can reach this port can read and write its data with the (well-known) default credentials "
+              "unless you set "
               f"your own secret (${SECRET_ENV} or --access-key-secret-file)", file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     print(
-        f"Tablestore emulator listening on {emulator.endpoint} instance={config.instance} data_dir={data_dir}",
+        f"Tablestore emulator listening on {emulator.endpoint} instance={config.instance} "
+        f"data_dir={data_dir}",
         flush=True,
     )
     try:

@@ -1,19 +1,33 @@
-"""Helpers shared by the emulator's protobuf API handlers: parsing, names, limits, consumed capacity."""
+"""What the emulator's protobuf API surfaces share: the handler convention, parsing, names, limits, capacity.
+
+The convention: a surface (:class:`ApiSurface`) is a class whose handlers are methods named after their
+action (``create_table``, ``get_stream_record``, ``read_records``) and whose :meth:`~ApiSurface.routes` is
+its one route table, wire path → handler; the server merges the tables.
+"""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from google.protobuf.message import Message
 
 from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid, table_not_found
 from airflow_tablestore.emulator.messages import parse_request
-from airflow_tablestore.emulator.storage import Store, TableInfo
+from airflow_tablestore.emulator.store.database import Store
+from airflow_tablestore.emulator.store.model import TableInfo
 
 Handler = Callable[[bytes], Message]
+"""One action of a protobuf surface: the raw request body → the response message (or EmulatorError)."""
+
+
+class ApiSurface(Protocol):
+    """An API surface: its handlers by wire path."""
+
+    def routes(self) -> dict[str, Handler]: ...
+
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 PK_TYPES = {1: "INTEGER", 2: "STRING", 3: "BINARY"}
@@ -73,7 +87,7 @@ def cu(size: int) -> int:
 
 def table_or_error(store: Store, name: str) -> TableInfo:
     """The table's info; 400 for an invalid name, 404 ``OTSObjectNotExist`` for a missing table."""
-    info = store.get_table_info(name)
+    info = store.tables.get(name)
     if info is None:
         if not NAME_RE.match(name):
             raise parameter_invalid(f"Invalid table name: '{name}'.")

@@ -1,4 +1,4 @@
-"""Request verification (V2/V4 signature, AccessKey ID, instance, body MD5, date skew) and response signing."""
+"""Request verification (V2/V4 signature, AccessKey ID, instance, body MD5, date skew), response signing."""
 
 from __future__ import annotations
 
@@ -141,7 +141,8 @@ def verify_request(
         date = headers.get("x-ots-signdate", "")
         region = headers.get("x-ots-signregion", "")
         if not date or not region:
-            raise EmulatorError("OTSParameterInvalid", "Missing header: x-ots-signdate/x-ots-signregion.", 400)
+            raise EmulatorError("OTSParameterInvalid", "Missing header: x-ots-signdate/x-ots-signregion.",
+                                400)
         key = v4_key(access_key_secret, date, region)
         if not _same_signature(sign_v4(key, uri, headers), v4):
             raise auth_failed("Signature mismatch.")

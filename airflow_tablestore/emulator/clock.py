@@ -28,13 +28,15 @@ class Clock:
     def advance(self, seconds: float) -> None:
         """Move emulated time forward by ``seconds`` (> 0); a negative value raises :class:`ClockError`."""
         if not seconds >= 0:
-            raise ClockError(f"the emulator clock only moves forward (got {seconds} s): time stamps the stream "
-                             "log; start the emulator with --clock-start/--clock-offset to work in the past")
+            raise ClockError(f"the emulator clock only moves forward (got {seconds} s): time stamps the "
+                             "stream log; start the emulator with --clock-start/--clock-offset to work in "
+                             "the past")
         with self._lock:
             self._offset_us += int(seconds * 1_000_000)
 
     def set_now(self, epoch_seconds: float) -> None:
-        """Make "now" ``epoch_seconds``; refused (:class:`ClockError`) if that is before a time already given out."""
+        """Make "now" ``epoch_seconds``; refused (:class:`ClockError`) if that is before a time already given
+        out."""
         target_us = int(epoch_seconds * 1_000_000)
         with self._lock:
             if target_us <= self._last_us:

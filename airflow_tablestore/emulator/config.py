@@ -60,19 +60,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--range-page-rows", type=int, default=d.range_page_rows, help="GetRange page budget")
     p.add_argument("--no-verify-signature", action="store_true")
     p.add_argument("--connection-timeout", type=float, default=d.connection_timeout,
-                   help="seconds a connection may stay silent (mid-request or idle keep-alive) before it is closed")
+                   help="seconds a connection may stay silent (mid-request or idle keep-alive) before it is "
+                        "closed")
     p.add_argument("--log-level", default=d.log_level)
     clock = p.add_mutually_exclusive_group()
     clock.add_argument("--clock-start", default=None,
-                       help="start the emulated clock at this ISO-8601 UTC time (e.g. 2026-11-01T00:00:00Z), then "
-                            "let it run; for writing changes inside past intervals (backfill tests)")
+                       help="start the emulated clock at this ISO-8601 UTC time (e.g. 2026-11-01T00:00:00Z), "
+                            "then let it run; for writing changes inside past intervals (backfill tests)")
     clock.add_argument("--clock-offset", type=float, default=None,
-                       help="start the emulated clock this many seconds from the wall clock (negative: the past)")
+                       help="start the emulated clock this many seconds from the wall clock "
+                            "(negative: the past)")
     return p
 
 
 def _secret(ns: argparse.Namespace) -> str:
-    """The AccessKey secret: flag, else file, else ``$TABLESTORE_EMULATOR_ACCESS_KEY_SECRET``, else the default."""
+    """The AccessKey secret: flag, else file, else ``$TABLESTORE_EMULATOR_ACCESS_KEY_SECRET``, else the
+    default."""
     if ns.access_key_secret:
         return str(ns.access_key_secret)
     if ns.access_key_secret_file:
@@ -80,7 +83,8 @@ def _secret(ns: argparse.Namespace) -> str:
             with open(ns.access_key_secret_file, encoding="utf-8") as handle:
                 secret = handle.readline().strip()
         except OSError as exc:
-            raise SystemExit(f"--access-key-secret-file {ns.access_key_secret_file}: {exc.strerror or exc}") from None
+            raise SystemExit(
+                f"--access-key-secret-file {ns.access_key_secret_file}: {exc.strerror or exc}") from None
         if not secret:
             raise SystemExit(f"--access-key-secret-file {ns.access_key_secret_file} is empty")
         return secret
@@ -95,7 +99,8 @@ def _clock_offset(ns: argparse.Namespace) -> float:
     try:
         start = dt.datetime.fromisoformat(ns.clock_start.replace("Z", "+00:00"))
     except ValueError:
-        raise SystemExit(f"--clock-start {ns.clock_start!r} is not an ISO-8601 time (e.g. 2026-11-01T00:00:00Z)") from None
+        raise SystemExit(
+            f"--clock-start {ns.clock_start!r} is not an ISO-8601 time (e.g. 2026-11-01T00:00:00Z)") from None
     if start.tzinfo is None:
         start = start.replace(tzinfo=dt.UTC)
     return start.timestamp() - time.time()

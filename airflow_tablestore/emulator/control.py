@@ -1,10 +1,11 @@
 """The ``/_emulator/*`` JSON control surface (time travel, stream partitions, retention, faults, state).
 
 Requests are ``POST /_emulator/<op>`` with a JSON object body, signed with the emulator's AccessKey secret:
-``x-emulator-date`` (epoch seconds, within 15 minutes of the emulator's wall clock) and ``x-emulator-signature``
-= base64(HMAC-SHA256(secret, ``"<op>\n<date>\n<sha256 hex of the body>"``)). The AccessKey ID alone (which every
-signed response carries) does not open it. Answers are JSON; errors are ``{"error": "..."}`` with status
-400/403/404. :class:`ControlClient` signs and wraps every op.
+``x-emulator-date`` (epoch seconds, within 15 minutes of the emulator's wall clock) and
+``x-emulator-signature`` = base64(HMAC-SHA256(secret, ``"<op>\n<date>\n<sha256 hex of the body>"``)). The
+AccessKey ID alone (which every signed response carries) does not open it. Answers are JSON; errors are
+``{"error": "..."}`` with status 400/403/404. :meth:`ControlApi.routes` is the surface's route table (one
+handler per op, named after it); :class:`ControlClient` signs and wraps every op.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -24,12 +26,15 @@ import requests
 from airflow_tablestore.emulator.clock import Clock
 from airflow_tablestore.emulator.config import EmulatorConfig
 from airflow_tablestore.emulator.errors import EmulatorError
-from airflow_tablestore.emulator.storage import Store
+from airflow_tablestore.emulator.store.database import Store
 
 CONTROL_PREFIX = "/_emulator/"
 DATE_HEADER = "x-emulator-date"
 SIGNATURE_HEADER = "x-emulator-signature"
 MAX_SKEW_S = 15 * 60
+
+ControlHandler = Callable[[dict[str, Any]], dict[str, Any]]
+"""A control op: the JSON request object → the JSON answer object."""
 
 
 def control_signature(secret: str, op: str, date: str, body: bytes) -> str:
@@ -109,59 +114,83 @@ class ControlApi:
         self.clock = clock
         self.faults = faults
         self.config = config
+        self._routes = self.routes()
 
-    def handle(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """Run one control op; raises ``KeyError`` (404) or ``ValueError`` (400)."""
-        if op == "time/advance":
-            self.clock.advance(float(payload["seconds"]))
-            return {"offset_seconds": self.clock.offset_seconds, "now_us": self.clock.now_us()}
-        if op == "time/set":
-            self.clock.set_now(float(payload["epoch_seconds"]))
-            return {"offset_seconds": self.clock.offset_seconds, "now_us": self.clock.now_us()}
-        if op == "stream/split":
-            children = self.store.split_partition(payload["table"], payload.get("partition_id"))
-            return {"children": [p._asdict() for p in children]}
-        if op == "stream/merge":
-            child = self.store.merge_partitions(payload["table"], payload.get("first_id"), payload.get("second_id"))
-            return {"child": child._asdict()}
-        if op == "stream/partitions":
-            return {"partitions": [p._asdict() for p in self.store.stream_partitions(payload["table"])]}
-        if op == "stream/retention":
-            self.store.set_stream_retention(payload["table"], float(payload["hours"]))
-            trimmed = self.store.trim_stream(payload["table"], force=True)
-            return {"table": payload["table"], "hours": payload["hours"], "trimmed": trimmed}
-        if op == "stream/trim":
-            return {"trimmed": self.store.trim_stream(payload["table"], force=True)}
-        if op == "faults/add":
-            fault = Fault(
-                path=str(payload["path"]),
-                code=payload.get("code"),
-                status=int(payload.get("status", 503)),
-                message=str(payload.get("message", "Server is busy.")),
-                count=int(payload.get("count", 1)),
-                delay_s=float(payload.get("delay_s", 0.0)),
-                probability=float(payload.get("probability", 1.0)),
-            )
-            if not fault.path.startswith("/") and fault.path != ANY_PATH:
-                raise ValueError("fault path must start with '/', e.g. '/PutRow' or '/tunnel/readrecords', or be '*'")
-            if not 0.0 < fault.probability <= 1.0:
-                raise ValueError("fault probability must be in (0, 1]")
-            if "seed" in payload:
-                self.faults.seed(int(payload["seed"]))
-            self.faults.add(fault)
-            return {"faults": self.faults.pending()}
-        if op == "faults/clear":
-            self.faults.clear()
-            return {"faults": []}
-        if op == "state":
-            return {
-                "instance": self.config.instance,
-                "clock_offset_seconds": self.clock.offset_seconds,
-                "now_us": self.clock.now_us(),
-                "faults": self.faults.pending(),
-                **self.store.state(),
-            }
-        raise KeyError(f"unknown control op: {op}")
+    def routes(self) -> dict[str, ControlHandler]:
+        """The route table: wire path → handler (raising ``KeyError`` → 404, ``ValueError`` → 400)."""
+        return {
+            CONTROL_PREFIX + "time/advance": self.advance_time,
+            CONTROL_PREFIX + "time/set": self.set_time,
+            CONTROL_PREFIX + "stream/split": self.split_partition,
+            CONTROL_PREFIX + "stream/merge": self.merge_partitions,
+            CONTROL_PREFIX + "stream/partitions": self.list_partitions,
+            CONTROL_PREFIX + "stream/retention": self.set_retention,
+            CONTROL_PREFIX + "stream/trim": self.trim_stream,
+            CONTROL_PREFIX + "faults/add": self.add_fault,
+            CONTROL_PREFIX + "faults/clear": self.clear_faults,
+            CONTROL_PREFIX + "state": self.state,
+        }
+
+    def advance_time(self, payload: dict[str, Any]) -> dict[str, Any]:
+        self.clock.advance(float(payload["seconds"]))
+        return {"offset_seconds": self.clock.offset_seconds, "now_us": self.clock.now_us()}
+
+    def set_time(self, payload: dict[str, Any]) -> dict[str, Any]:
+        self.clock.set_now(float(payload["epoch_seconds"]))
+        return {"offset_seconds": self.clock.offset_seconds, "now_us": self.clock.now_us()}
+
+    def split_partition(self, payload: dict[str, Any]) -> dict[str, Any]:
+        children = self.store.stream.split_partition(payload["table"], payload.get("partition_id"))
+        return {"children": [p._asdict() for p in children]}
+
+    def merge_partitions(self, payload: dict[str, Any]) -> dict[str, Any]:
+        child = self.store.stream.merge_partitions(payload["table"], payload.get("first_id"),
+                                                   payload.get("second_id"))
+        return {"child": child._asdict()}
+
+    def list_partitions(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"partitions": [p._asdict() for p in self.store.stream.partitions(payload["table"])]}
+
+    def set_retention(self, payload: dict[str, Any]) -> dict[str, Any]:
+        self.store.tables.set_stream_retention(payload["table"], float(payload["hours"]))
+        trimmed = self.store.stream.trim(payload["table"], force=True)
+        return {"table": payload["table"], "hours": payload["hours"], "trimmed": trimmed}
+
+    def trim_stream(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"trimmed": self.store.stream.trim(payload["table"], force=True)}
+
+    def add_fault(self, payload: dict[str, Any]) -> dict[str, Any]:
+        fault = Fault(
+            path=str(payload["path"]),
+            code=payload.get("code"),
+            status=int(payload.get("status", 503)),
+            message=str(payload.get("message", "Server is busy.")),
+            count=int(payload.get("count", 1)),
+            delay_s=float(payload.get("delay_s", 0.0)),
+            probability=float(payload.get("probability", 1.0)),
+        )
+        if not fault.path.startswith("/") and fault.path != ANY_PATH:
+            raise ValueError(
+                "fault path must start with '/', e.g. '/PutRow' or '/tunnel/readrecords', or be '*'")
+        if not 0.0 < fault.probability <= 1.0:
+            raise ValueError("fault probability must be in (0, 1]")
+        if "seed" in payload:
+            self.faults.seed(int(payload["seed"]))
+        self.faults.add(fault)
+        return {"faults": self.faults.pending()}
+
+    def clear_faults(self, payload: dict[str, Any]) -> dict[str, Any]:
+        self.faults.clear()
+        return {"faults": []}
+
+    def state(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "instance": self.config.instance,
+            "clock_offset_seconds": self.clock.offset_seconds,
+            "now_us": self.clock.now_us(),
+            "faults": self.faults.pending(),
+            **self.store.state(),
+        }
 
     def authorized(self, op: str, headers: dict[str, str], body: bytes) -> str | None:
         """``None`` when the request is signed with the emulator's secret and dated now; else why not."""
@@ -179,8 +208,9 @@ class ControlApi:
             return "signature mismatch (signed with another AccessKey secret?)"
         return None
 
-    def serve(self, op: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
-        """HTTP adapter: returns ``(status, json body)``."""
+    def serve(self, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        """HTTP adapter for ``POST /_emulator/<op>``: returns ``(status, json body)``."""
+        op = path[len(CONTROL_PREFIX):]
         refused = self.authorized(op, headers, body)
         if refused:
             return 403, json.dumps({"error": refused}).encode()
@@ -188,7 +218,10 @@ class ControlApi:
             payload = json.loads(body or b"{}")
             if not isinstance(payload, dict):
                 raise ValueError("body must be a JSON object")
-            return 200, json.dumps(self.handle(op, payload)).encode()
+            handler = self._routes.get(path)
+            if handler is None:
+                raise KeyError(f"unknown control op: {op}")
+            return 200, json.dumps(handler(payload)).encode()
         except KeyError as e:
             return 404, json.dumps({"error": f"not found: {e}"}).encode()
         except (ValueError, TypeError, OverflowError, RecursionError) as e:
@@ -237,7 +270,8 @@ class ControlClient:
         return self.call("time/advance", seconds=seconds)
 
     def set_time(self, epoch_seconds: float) -> dict[str, Any]:
-        """Set the emulator clock to ``epoch_seconds`` (not earlier than any time it has already handed out)."""
+        """Set the emulator clock to ``epoch_seconds`` (not earlier than any time it has already handed
+        out)."""
         return self.call("time/set", epoch_seconds=epoch_seconds)
 
     def split_partition(self, table: str, partition_id: str | None = None) -> list[dict[str, Any]]:

@@ -1,9 +1,9 @@
 """Parse request protobufs the way the service does: garbage, missing required fields and text that is not
 UTF-8 are a 400 ``OTSParameterInvalid`` naming the problem, never an exception inside a handler.
 
-proto2 ``string`` fields holding invalid UTF-8 parse without error and come back as ``bytes`` in Python; left
-alone they reach code that expects ``str`` (a 500) or get stored and break later answers. Every request message
-is checked once, here.
+proto2 ``string`` fields holding invalid UTF-8 parse without error and come back as ``bytes`` in Python;
+left alone they reach code that expects ``str`` (a 500) or get stored and break later answers. Every request
+message is checked once, here.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def _plan(descriptor: Descriptor) -> _Plan:
     message instead of a ``ListFields`` walk over every row of a batch."""
     text = tuple((f.name, _repeated(f)) for f in descriptor.fields if f.type == _TEXT)
     nested = tuple((f.name, _repeated(f)) for f in descriptor.fields
-                   if f.type in _NESTED and f.message_type is not None and _holds_text(f.message_type, frozenset()))
+                   if f.type in _NESTED and f.message_type is not None
+                   and _holds_text(f.message_type, frozenset()))
     return text, nested
 
 
@@ -47,7 +48,8 @@ def _holds_text(descriptor: Descriptor, seen: frozenset[str]) -> bool:
     if descriptor.full_name in seen:
         return False
     seen = seen | {descriptor.full_name}
-    return any(f.type == _TEXT or (f.type in _NESTED and f.message_type is not None and _holds_text(f.message_type, seen))
+    return any(f.type == _TEXT or (f.type in _NESTED and f.message_type is not None
+                                   and _holds_text(f.message_type, seen))
                for f in descriptor.fields)
 
 

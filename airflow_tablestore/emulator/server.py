@@ -1,7 +1,11 @@
-"""Threaded HTTP/1.1 server: verification, routing of ``POST /<ApiName>``, ``/tunnel/<op>``, ``/_emulator/<op>``.
+"""Threaded HTTP/1.1 server: request verification, routing to the four API surfaces, signed responses.
 
-Every protobuf response (success and error) carries ``x-ots-contentmd5``, ``x-ots-requestid``,
-``x-ots-date``, ``x-ots-contenttype`` and a signed ``Authorization`` header, as the official SDKs require.
+The four API surfaces — table (:mod:`.table.api`), stream (:mod:`.stream.api`), tunnel (:mod:`.tunnel.api`)
+and control (:mod:`.control`) — each give one route table (``routes()``: wire path → handler named after
+the action); :class:`Emulator` merges the three signed protobuf ones and hands ``/_emulator/`` paths to the
+control surface, which checks its own signature. Every protobuf response (success and error) carries
+``x-ots-contentmd5``, ``x-ots-requestid``, ``x-ots-date``, ``x-ots-contenttype`` and a signed
+``Authorization`` header, as the official SDKs require.
 """
 
 from __future__ import annotations
@@ -12,36 +16,26 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from google.protobuf.message import Message
-
 from airflow_tablestore.emulator import auth
+from airflow_tablestore.emulator.api_common import ApiSurface, Handler
 from airflow_tablestore.emulator.clock import Clock, ClockError
 from airflow_tablestore.emulator.config import EmulatorConfig
 from airflow_tablestore.emulator.control import CONTROL_PREFIX, ControlApi, FaultRegistry
 from airflow_tablestore.emulator.errors import EmulatorError
-from airflow_tablestore.emulator.storage import Store
-from airflow_tablestore.emulator.stream_api import StreamApi
-from airflow_tablestore.emulator.table_api import TableApi
-from airflow_tablestore.emulator.tunnel import build_tunnel_handlers
+from airflow_tablestore.emulator.store.database import Store
+from airflow_tablestore.emulator.stream.api import StreamApi
+from airflow_tablestore.emulator.table.api import TableApi
+from airflow_tablestore.emulator.tunnel.api import TunnelApi
 from airflow_tablestore.protocol import ots_table_pb2 as _pb
 
 pb: Any = _pb  # generated module without type stubs
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[bytes], Message]
 MAX_BODY = 5 * 1024 * 1024
-
-
-def load_tunnel_handlers(store: Store, clock: Clock, config: EmulatorConfig) -> dict[str, Handler]:
-    """Handlers of the tunnel service (:mod:`airflow_tablestore.emulator.tunnel`) on ``store``, keyed by path."""
-    handlers = build_tunnel_handlers(store, clock, config)
-    log.info("tunnel service registered %d handlers", len(handlers))
-    return handlers
 
 
 class Emulator:
@@ -53,7 +47,7 @@ class Emulator:
         self.store = Store(os.path.join(data_dir, "emulator.sqlite3"), self.clock,
                            stream_partitions=config.stream_partitions,
                            default_retention_hours=config.stream_retention_hours)
-        latest = self.store.latest_stamp_us()
+        latest = self.store.stream.latest_stamp_us()
         if latest and config.clock_explicit and self.clock.now_us() <= latest:
             self.store.close()
             raise ClockError(f"the requested clock start is before changes already stored in {data_dir} "
@@ -61,9 +55,13 @@ class Emulator:
         self.clock.not_before(latest)
         self.faults = FaultRegistry()
         self.control = ControlApi(self.store, self.clock, self.faults, config)
-        self.handlers: dict[str, Handler] = TableApi(self.store, self.clock, config).handlers()
-        self.handlers.update(StreamApi(self.store).handlers())
-        self.handlers.update(load_tunnel_handlers(self.store, self.clock, config))
+        surfaces: tuple[ApiSurface, ...] = (TableApi(self.store, self.clock, config),
+                                            StreamApi(self.store, self.clock),
+                                            TunnelApi(self.store, self.clock, config))
+        self.handlers: dict[str, Handler] = {}
+        for surface in surfaces:
+            self.handlers.update(surface.routes())
+        log.info("serving %d API actions and %d control ops", len(self.handlers), len(self.control.routes()))
         self._ids = itertools.count(1)
         self._id_prefix = os.urandom(4).hex()
         self.inflight = 0
@@ -144,7 +142,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
         if chunked and self.headers.get("Content-Length") is not None:
             self.close_connection = True
-            raise EmulatorError("OTSParameterInvalid", "Both Content-Length and Transfer-Encoding are set.", 400)
+            raise EmulatorError("OTSParameterInvalid", "Both Content-Length and Transfer-Encoding are set.",
+                                400)
         if chunked:
             return self._read_chunked()
         try:
@@ -207,7 +206,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
         self._send_error_pb(self.server.emulator, self._api_uri(), None,
                             EmulatorError("OTSMethodNotAllowed",
-                                          "OTSMethodNotAllowedOnly POST method for requests is supported.", 405))
+                                          "OTSMethodNotAllowedOnly POST method for requests is supported.",
+                                          405))
 
     do_GET = do_PUT = do_DELETE = do_PATCH = _method_not_allowed  # noqa: N815
 
@@ -241,7 +241,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
         if uri.startswith(CONTROL_PREFIX):
-            status, out = emu.control.serve(uri[len(CONTROL_PREFIX):], headers, body)
+            status, out = emu.control.serve(uri, headers, body)
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(out)))

@@ -10,12 +10,11 @@ A ``tablestore`` connection holds the endpoint in ``host`` (``http://`` or ``htt
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 from urllib.parse import urlsplit
 
 from airflow.sdk import BaseHook
 
-from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.version_compat import aextra_dejson, amask_secret
@@ -49,7 +48,8 @@ def _timeout(extra: dict[str, Any], name: str, override: float | None) -> float 
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise TablestoreConnectionError(f"connection extra '{name}' must be a number of seconds, got {raw!r}") from None
+        raise TablestoreConnectionError(
+            f"connection extra '{name}' must be a number of seconds, got {raw!r}") from None
     if value <= 0:
         raise TablestoreConnectionError(f"connection extra '{name}' must be positive, got {value}")
     return value
@@ -103,7 +103,8 @@ def parse_connection(
     if not conn.login:
         raise TablestoreConnectionError(f"connection {conn_id!r}: field 'login' (AccessKey ID) is empty")
     if not conn.password:
-        raise TablestoreConnectionError(f"connection {conn_id!r}: field 'password' (AccessKey Secret) is empty")
+        raise TablestoreConnectionError(
+            f"connection {conn_id!r}: field 'password' (AccessKey Secret) is empty")
     instance_name = _extra_field(extra, "instance_name")
     if not instance_name or not isinstance(instance_name, str):
         raise TablestoreConnectionError(
@@ -138,7 +139,10 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
     """Reads a ``tablestore`` connection; subclasses turn it into a client.
 
     ``get_conn()`` builds the client once (:meth:`_create_client`, from the parsed connection) and caches it
-    until :meth:`close`.
+    until :meth:`close`; as a context manager the hook closes it on leaving the block::
+
+        with TablestoreTunnelHook("tablestore_default") as hook:
+            hook.get_consume_point("orders", "replication")
 
     :param tablestore_conn_id: Airflow connection id.
     :param region: overrides the connection's ``region`` extra.
@@ -189,6 +193,13 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
             self._client.close()
             self._client = None
 
+    def __enter__(self) -> Self:
+        """``with TablestoreHook(...) as hook:`` closes the client when the block ends."""
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(tablestore_conn_id={self.tablestore_conn_id!r})"
 
@@ -234,28 +245,3 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
                 await amask_secret(config.sts_token)
             self._config = config
         return self._config
-
-
-class _LegacyConfigType(type):
-    def __instancecheck__(cls, instance: object) -> bool:
-        return isinstance(instance, ConnectionSettings)
-
-
-class _LegacyConnectionConfig(metaclass=_LegacyConfigType):
-    """``TablestoreConnectionConfig`` (deprecated): builds a :class:`ConnectionSettings` from the old positional
-    order ``(endpoint, access_key_id, access_key_secret, instance_name, region, sts_token, ...)``
-    (:class:`ConnectionSettings` puts ``instance_name`` second); every ``ConnectionSettings`` is an instance."""
-
-    def __new__(  # type: ignore[misc]
-        cls, endpoint: str, access_key_id: str, access_key_secret: str, instance_name: str,
-        region: str | None = None, sts_token: str | None = None, connect_timeout: float | None = None,
-        read_timeout: float | None = None,
-    ) -> ConnectionSettings:
-        return ConnectionSettings(endpoint=endpoint, instance_name=instance_name, access_key_id=access_key_id,
-                                  access_key_secret=access_key_secret, sts_token=sts_token, region=region,
-                                  connect_timeout=connect_timeout, read_timeout=read_timeout)
-
-
-__getattr__ = moved_names(__name__, {
-    "TablestoreConnectionConfig": "airflow_tablestore.hooks.base:_LegacyConnectionConfig",
-})

@@ -1,7 +1,8 @@
-"""The consume-point verdict the tunnel sensor and its trigger report, and the text of tunnels that never will.
+"""The consume-point verdict the tunnel sensor and its trigger report, and the text of tunnels that never
+will.
 
 The rule itself ("is this tunnel consumed through the cutoff?") is
-:func:`airflow_tablestore.client.progress.consumed_through`; this module turns it into the Airflow-facing
+:func:`airflow_tablestore.client.tunnel.cutoff.consumed_through`; this module turns it into the Airflow-facing
 result (event payload, messages) and refuses expired tunnels.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 from airflow_tablestore.client.epoch import ns_to_iso
 from airflow_tablestore.client.errors import TablestoreError, TunnelExpiredError
 from airflow_tablestore.client.model import TunnelDescription, TunnelType
-from airflow_tablestore.client.progress import consumed_through
+from airflow_tablestore.client.tunnel.cutoff import consumed_through
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ def evaluate_consume_point(description: TunnelDescription, cutoff_ns: int) -> Co
         )
     progress = consumed_through(description, cutoff_ns)
     kind = TunnelType(info.tunnel_type)
-    return ConsumePointCheck(progress.done, progress.consume_point_ns, info.tunnel_id, kind.value, progress.message)
+    return ConsumePointCheck(progress.done, progress.consume_point_ns, info.tunnel_id, kind.value,
+                             progress.message)
 
 
 def tunnel_problem_message(err: TablestoreError, table_name: str, tunnel_name: str) -> str:

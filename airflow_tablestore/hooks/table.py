@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.errors import NotFoundError
 from airflow_tablestore.client.model import (
     MAX_TIME_DEVIATION,
@@ -18,12 +17,15 @@ from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.hooks.base import TablestoreBaseHook
 
 if TYPE_CHECKING:
-    from airflow_tablestore.client.table import TableClient
+    from airflow_tablestore.client.table.client import TableClient
 
 
 class TablestoreHook(TablestoreBaseHook["TableClient"]):
-    """Table API hook. ``get_conn()`` returns a cached :class:`~airflow_tablestore.client.table.TableClient`
-    (use it for row operations); the helpers below are idempotency-friendly table management calls."""
+    """Table API hook.
+
+    ``get_conn()`` returns a cached :class:`~airflow_tablestore.client.table.client.TableClient` (use it for
+    row operations); the helpers below are idempotency-friendly table management calls.
+    """
 
     def _create_client(self, config: ConnectionSettings) -> TableClient:
         return config.table_client()
@@ -123,8 +125,3 @@ def schema_differences(existing: TableDescription, wanted: TableSchema) -> list[
     if wanted.stream is not None and wanted.stream.enabled != existing.stream.enabled:
         diffs.append(f"stream enabled is {existing.stream.enabled}, wanted {wanted.stream.enabled}")
     return diffs
-
-
-__getattr__ = moved_names(__name__, {
-    "TablestoreConnectionConfig": "airflow_tablestore.hooks.base:_LegacyConnectionConfig",
-})

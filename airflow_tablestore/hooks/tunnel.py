@@ -10,7 +10,6 @@ import asyncio
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.errors import NotFoundError, TablestoreClientError
 from airflow_tablestore.client.model import TunnelDescription, TunnelType
 from airflow_tablestore.client.settings import ConnectionSettings
@@ -18,11 +17,14 @@ from airflow_tablestore.hooks import consume_point
 from airflow_tablestore.hooks.base import TablestoreBaseHook
 
 if TYPE_CHECKING:
-    from airflow_tablestore.client.tunnel import TunnelClient
+    from airflow_tablestore.client.tunnel.client import TunnelClient
 
 
 class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
-    """Tunnel Service hook. ``get_conn()`` returns a cached :class:`~airflow_tablestore.client.tunnel.TunnelClient`."""
+    """Tunnel Service hook.
+
+    ``get_conn()`` returns a cached :class:`~airflow_tablestore.client.tunnel.client.TunnelClient`.
+    """
 
     def _create_client(self, config: ConnectionSettings) -> TunnelClient:
         return config.tunnel_client()
@@ -33,7 +35,8 @@ class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
             tunnels = self.get_conn().list_tunnels()
         except Exception as err:  # noqa: BLE001 - report any failure to the UI/CLI as text
             return False, f"{type(err).__name__}: {err}"
-        return True, f"Connected to Tablestore instance {self.get_config().instance_name!r} ({len(tunnels)} tunnels)"
+        instance = self.get_config().instance_name
+        return True, f"Connected to Tablestore instance {instance!r} ({len(tunnels)} tunnels)"
 
     # -- management ---------------------------------------------------------------------------------
     def find_tunnel(self, table_name: str, tunnel_name: str) -> TunnelDescription | None:
@@ -43,7 +46,8 @@ class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
         except NotFoundError:
             return None
 
-    def existing_tunnel_id(self, table_name: str, tunnel_name: str, tunnel_type: TunnelType | str) -> str | None:
+    def existing_tunnel_id(self, table_name: str, tunnel_name: str,
+                           tunnel_type: TunnelType | str) -> str | None:
         """The id of the tunnel with this name, None when there is none; raises :class:`TablestoreClientError`
         when it exists with another type (so an idempotent create never reuses the wrong kind of tunnel)."""
         wanted = parse_tunnel_type(tunnel_type)
@@ -53,7 +57,8 @@ class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
         if existing.tunnel.tunnel_type != wanted:
             raise TablestoreClientError(
                 f"tunnel {tunnel_name!r} on table {table_name!r} already exists with type "
-                f"{existing.tunnel.tunnel_type.value}, wanted {wanted.value}: delete it or choose another name"
+                f"{existing.tunnel.tunnel_type.value}, wanted {wanted.value}: delete it or choose another "
+                "name"
             )
         return existing.tunnel.tunnel_id
 
@@ -66,9 +71,11 @@ class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
         stream_start: datetime | int | None = None,
         stream_end: datetime | int | None = None,
     ) -> str:
-        """CreateTunnel; returns the new tunnel id (raises :class:`AlreadyExistsError` if the name is taken)."""
+        """CreateTunnel; returns the new tunnel id (raises :class:`AlreadyExistsError` if the name is
+        taken)."""
         return self.get_conn().create_tunnel(
-            table_name, tunnel_name, parse_tunnel_type(tunnel_type), stream_start=stream_start, stream_end=stream_end
+            table_name, tunnel_name, parse_tunnel_type(tunnel_type), stream_start=stream_start,
+            stream_end=stream_end,
         )
 
     def delete_tunnel(self, table_name: str, tunnel_name: str) -> bool:
@@ -84,11 +91,14 @@ class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
         """The tunnel consume point in nanoseconds since epoch (0 while no stream record was consumed)."""
         return self.get_conn().describe_tunnel(table_name, tunnel_name).consume_point_ns
 
-    def check_consume_point(self, table_name: str, tunnel_name: str, cutoff_ns: int) -> consume_point.ConsumePointCheck:
+    def check_consume_point(self, table_name: str, tunnel_name: str,
+                            cutoff_ns: int) -> consume_point.ConsumePointCheck:
         """One synchronous check; raises :class:`TunnelNotFoundError`/:class:`TunnelExpiredError`."""
-        return consume_point.evaluate_consume_point(self.get_conn().describe_tunnel(table_name, tunnel_name), cutoff_ns)
+        description = self.get_conn().describe_tunnel(table_name, tunnel_name)
+        return consume_point.evaluate_consume_point(description, cutoff_ns)
 
-    async def acheck_consume_point(self, table_name: str, tunnel_name: str, cutoff_ns: int) -> consume_point.ConsumePointCheck:
+    async def acheck_consume_point(self, table_name: str, tunnel_name: str,
+                                   cutoff_ns: int) -> consume_point.ConsumePointCheck:
         """Async :meth:`check_consume_point`: connection read with ``aget_connection``, HTTP in a thread."""
         await self.aget_config()
         client = self.get_conn()  # config is cached: no synchronous connection lookup happens here
@@ -101,13 +111,5 @@ def parse_tunnel_type(value: TunnelType | str) -> TunnelType:
     try:
         return TunnelType(value)
     except ValueError:
-        raise ValueError(f"tunnel_type must be one of {[t.value for t in TunnelType]}, got {value!r}") from None
-
-
-__getattr__ = moved_names(__name__, {
-    "to_epoch_ns": "airflow_tablestore.client.epoch:parse_epoch_ns",
-    "TablestoreConnectionConfig": "airflow_tablestore.hooks.base:_LegacyConnectionConfig",
-    "ConsumePointCheck": "airflow_tablestore.hooks.consume_point:ConsumePointCheck",
-    "evaluate_consume_point": "airflow_tablestore.hooks.consume_point:evaluate_consume_point",
-    "tunnel_problem_message": "airflow_tablestore.hooks.consume_point:tunnel_problem_message",
-})
+        valid = [t.value for t in TunnelType]
+        raise ValueError(f"tunnel_type must be one of {valid}, got {value!r}") from None

@@ -1,16 +1,15 @@
-"""``TablestoreSparkSubmitOperator``: ``spark-submit`` of the tunnel consumer, with credentials in a private file.
+"""``TablestoreSparkSubmitOperator``: ``spark-submit`` of the tunnel consumer, credentials in a private file.
 
-The consumer is :mod:`airflow_tablestore.spark.consumer` (:data:`CONSUMER_APPLICATION` is its path, the
-``application`` to submit). The operator adds what a plain ``SparkSubmitOperator`` lacks for it: the Spark
-connection id may come from a param (templated), the source and sink Tablestore connections reach the driver as
-a ``--credentials-file`` (never argv, Spark conf or env_vars), the consumer's summary becomes the task's XCom,
-and it fails at once, without retries, when the worker has no ``spark-submit`` or Java, or when the consumer
-exits with a permanent error.
+The consumer is :mod:`airflow_tablestore.spark.consumer` (:data:`CONSUMER_APPLICATION` is the path of its
+launcher, the ``application`` to submit; :func:`consumer_arguments` builds its ``application_args``). The
+operator adds what a plain ``SparkSubmitOperator`` lacks for it: the Spark connection id may come from a param
+(templated), the source and sink Tablestore connections reach the driver as a ``--credentials-file`` (never
+argv, Spark conf or env_vars), the consumer's summary becomes the task's XCom, and it fails at once, without
+retries, when the worker has no ``spark-submit`` or Java, or when the consumer exits with a permanent error.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -19,9 +18,37 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-_CONSUMER = importlib.util.find_spec("airflow_tablestore.spark.consumer")
-CONSUMER_APPLICATION = _CONSUMER.origin if _CONSUMER and _CONSUMER.origin else "airflow_tablestore/spark/consumer.py"
-"""Path of the consumer job (the ``application`` argument of ``spark-submit``)."""
+from airflow_tablestore.spark.consumer import application_path, log4j_config_path
+
+CONSUMER_APPLICATION = application_path()
+"""Path of the consumer job's launcher (the ``application`` argument of ``spark-submit``)."""
+CONSUMER_LOG4J_CONFIG = log4j_config_path()
+"""The packaged log4j2 configuration that keeps Spark at WARN in the task log (about 80 start-up INFO lines
+otherwise): ``conf={"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file://{...}"}``."""
+
+
+def consumer_arguments(*, table: str, tunnel: str, phase: str, sink: str, sink_table: str | None = None,
+                       sink_path: str | None = None, records_per_channel: int | str | None = None,
+                       heartbeat_interval: float | str | None = None, partition_by: str | None = None,
+                       cutoff: str | None = None) -> list[str]:
+    """The consumer's command line (``application_args``); templates are welcome, None leaves an option out.
+
+    :param table: the source table (``--table``).
+    :param tunnel: the tunnel to consume (``--tunnel``).
+    :param phase: ``full`` or ``incremental`` (``--phase``).
+    :param sink: ``tablestore`` or ``parquet`` (``--sink``).
+    :param sink_table: the destination table of the Tablestore sink (``--sink-table``).
+    :param sink_path: the change log's root of the Parquet sink (``--sink-path``).
+    :param records_per_channel: the most records a Spark task reads from a channel per round.
+    :param heartbeat_interval: seconds between the consumer's tunnel heartbeats.
+    :param partition_by: the change log's partitioning: ``none``, ``hour`` or ``day``.
+    :param cutoff: where the incremental phase stops (ISO-8601; last on the command line).
+    """
+    options = [("--table", table), ("--tunnel", tunnel), ("--phase", phase), ("--sink", sink),
+               ("--sink-table", sink_table), ("--sink-path", sink_path),
+               ("--records-per-channel", records_per_channel), ("--heartbeat-interval", heartbeat_interval),
+               ("--partition-by", partition_by), ("--cutoff", cutoff)]
+    return [part for flag, value in options if value is not None for part in (flag, str(value))]
 
 
 class TablestoreSparkSubmitOperator(SparkSubmitOperator):
@@ -31,10 +58,11 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
 
     Credentials: the source and sink connections are written to a JSON file readable only by the worker's user
     (in a private temporary directory, deleted when the task ends) and passed as ``--credentials-file``. In
-    client and local mode the driver reads it where it is; in cluster deploy mode it travels with ``--files`` and
-    the driver reads it from its working directory (on Kubernetes that needs ``spark.kubernetes.file.upload.path``;
-    or mount a Secret and pass ``--credentials-file`` in ``application_args`` yourself). The executors receive
-    the settings inside the job's closures, never through the Spark conf.
+    client and local mode the driver reads it where it is; in cluster deploy mode it travels with ``--files``
+    and the driver reads it from its working directory (on Kubernetes that needs
+    ``spark.kubernetes.file.upload.path``; or mount a Secret and pass ``--credentials-file`` in
+    ``application_args`` yourself). The executors receive the settings inside the job's closures, never
+    through the Spark conf.
     """
 
     template_fields = (*SparkSubmitOperator.template_fields, "_conn_id", "tablestore_conn_id",
@@ -90,8 +118,8 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
             code = re.search(r"Error code is: (\d+)", str(exc))
             if code and int(code.group(1)) in PERMANENT_EXIT_CODES:
                 raise AirflowFailException(
-                    f"the consumer stopped with a permanent error (exit code {code.group(1)}; its ERROR line above "
-                    "says which): not retried, retrying cannot fix it") from exc
+                    f"the consumer stopped with a permanent error (exit code {code.group(1)}; its ERROR line "
+                    "above says which): not retried, retrying cannot fix it") from exc
             raise
 
 

@@ -42,7 +42,8 @@ def _primary_key_column(spec: PrimaryKeySpec) -> PrimaryKeyColumn:
         return spec
     if isinstance(spec, Mapping):
         return PrimaryKeyColumn(
-            str(spec["name"]), PrimaryKeyType(str(spec["type"]).upper()), bool(spec.get("auto_increment", False))
+            str(spec["name"]), PrimaryKeyType(str(spec["type"]).upper()),
+            bool(spec.get("auto_increment", False)),
         )
     name, kind = spec
     return PrimaryKeyColumn(name, PrimaryKeyType(kind.upper()))
@@ -99,7 +100,8 @@ class TablestoreCreateTableOperator(TablestoreBaseOperator[TablestoreHook]):
     """
 
     hook_class = TablestoreHook
-    template_fields: Sequence[str] = tablestore_template_fields("source_tablestore_conn_id", "table_name", "source_table")
+    template_fields: Sequence[str] = tablestore_template_fields("source_tablestore_conn_id", "table_name",
+                                                                "source_table")
     ui_color = "#ff8c3a"
 
     def __init__(
@@ -164,7 +166,8 @@ class TablestoreCreateTableOperator(TablestoreBaseOperator[TablestoreHook]):
     def _check_existing(self, wanted: TableSchema) -> None:
         existing = self.hook.describe_table(self.table_name)
         if existing is None:
-            raise TablestoreClientError(f"table {self.table_name!r} reported as existing but cannot be described")
+            raise TablestoreClientError(
+                f"table {self.table_name!r} reported as existing but cannot be described")
         differences = schema_differences(existing, wanted)
         if differences:
             raise TableSchemaMismatchError(
@@ -189,7 +192,8 @@ class TablestoreCreateTableOperator(TablestoreBaseOperator[TablestoreHook]):
         if not created:
             self._check_existing(wanted)
             self.log.info("Table %r already exists with the wanted schema", self.table_name)
-        return {"table_name": self.table_name, "created": created, "uri": self.hook.dataset_uri(self.table_name)}
+        return {"table_name": self.table_name, "created": created,
+                "uri": self.hook.dataset_uri(self.table_name)}
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """Lineage: the source table (replicas) as input, the created table as output."""

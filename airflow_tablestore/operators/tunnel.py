@@ -8,7 +8,6 @@ from typing import Any
 
 from airflow.sdk import Context
 
-from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.epoch import parse_epoch_ns
 from airflow_tablestore.client.errors import AlreadyExistsError
 from airflow_tablestore.client.model import TunnelType
@@ -36,7 +35,8 @@ class TablestoreCreateTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
     """
 
     hook_class = TablestoreTunnelHook
-    template_fields: Sequence[str] = tablestore_template_fields("table_name", "tunnel_name", "tunnel_type", "stream_start", "stream_end")
+    template_fields: Sequence[str] = tablestore_template_fields("table_name", "tunnel_name", "tunnel_type",
+                                                                "stream_start", "stream_end")
     ui_color = "#ffb35c"
 
     def __init__(
@@ -52,8 +52,8 @@ class TablestoreCreateTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
         super().__init__(**kwargs)
         self.table_name = table_name
         self.tunnel_name = tunnel_name
-        # A templated field: keep the plain value ("BaseAndStream"), not the enum, so the rendered field and the
-        # serialized DAG hold a plain string whatever the enum's str() is.
+        # A templated field: keep the plain value ("BaseAndStream"), not the enum, so the rendered field and
+        # the serialized DAG hold a plain string whatever the enum's str() is.
         self.tunnel_type = tunnel_type.value if isinstance(tunnel_type, TunnelType) else tunnel_type
         self.stream_start = stream_start
         self.stream_end = stream_end
@@ -80,7 +80,8 @@ class TablestoreCreateTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
                 raise
             self.log.info("Tunnel %r was created concurrently: %s", self.tunnel_name, tunnel_id)
             return tunnel_id
-        self.log.info("Created %s tunnel %r on %r: %s", wanted.value, self.tunnel_name, self.table_name, tunnel_id)
+        self.log.info("Created %s tunnel %r on %r: %s", wanted.value, self.tunnel_name, self.table_name,
+                      tunnel_id)
         return tunnel_id
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
@@ -119,8 +120,6 @@ class TablestoreDeleteTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
         if deleted:
             self.log.info("Deleted tunnel %r on %r", self.tunnel_name, self.table_name)
         else:
-            self.log.info("Tunnel %r on %r does not exist: nothing to delete", self.tunnel_name, self.table_name)
+            self.log.info("Tunnel %r on %r does not exist: nothing to delete", self.tunnel_name,
+                          self.table_name)
         return deleted
-
-
-__getattr__ = moved_names(__name__, {"to_epoch_ns": "airflow_tablestore.client.epoch:parse_epoch_ns"})

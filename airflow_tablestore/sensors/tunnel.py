@@ -9,7 +9,6 @@ from typing import Any
 from airflow.sdk import Context, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
-from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.epoch import parse_epoch_ns
 from airflow_tablestore.client.errors import NotFoundError, TunnelExpiredError
 from airflow_tablestore.hooks.consume_point import ConsumePointCheck, tunnel_problem_message
@@ -128,6 +127,3 @@ class TablestoreTunnelConsumePointSensor(TablestoreBaseSensor[TablestoreTunnelHo
                 raise AirflowSkipException(message)
             raise AirflowSensorTimeout(message)
         raise AirflowFailException(f"waiting for the tunnel consume point failed: {message}")
-
-
-__getattr__ = moved_names(__name__, {"to_epoch_ns": "airflow_tablestore.client.epoch:parse_epoch_ns"})

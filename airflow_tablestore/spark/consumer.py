@@ -1,36 +1,34 @@
 """``spark-submit`` application: consume a Tablestore tunnel into a Tablestore table or a Parquet change log.
 
-Ship this file as the application (``python -c "import airflow_tablestore.spark.consumer as m;
-print(m.__file__)"`` prints its path)::
+The application file ``spark-submit`` runs is the launcher
+``airflow_tablestore/spark/application/tablestore_consumer.py``, which calls :func:`main`
+(``python -c "import airflow_tablestore.spark.consumer as m; print(m.application_path())"`` prints its path)::
 
-    spark-submit --master local[2] .../airflow_tablestore/spark/consumer.py \\
+    spark-submit --master local[2] .../airflow_tablestore/spark/application/tablestore_consumer.py \\
         --table src --tunnel t --phase incremental --cutoff 2026-11-21T12:00:00Z \\
         --sink tablestore --sink-table dst
+
+``python -m airflow_tablestore.spark.consumer ARGS`` runs it too (without Spark's launcher).
 
 Credentials: ``TABLESTORE_ENDPOINT``, ``TABLESTORE_INSTANCE``, ``TABLESTORE_ACCESS_KEY_ID``,
 ``TABLESTORE_ACCESS_KEY_SECRET`` [, ``TABLESTORE_STS_TOKEN``] (and ``TABLESTORE_SINK_*`` for a sink on another
 instance) or ``--credentials-file``. Exit codes: 0 done, 1 failure worth a retry (message in the log), 2 bad
 arguments, 3 a permanent error no retry can fix (credentials, missing table or tunnel, expired tunnel, bad
-settings, a sink that is the source), 143 terminated by SIGTERM (the tunnel client is shut down cleanly first).
+settings, a sink that is the source), 143 terminated by SIGTERM (the tunnel client is shut down cleanly
+first).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
 import os
+import signal
 import sys
-
-if __name__ == "__main__" and __package__ in (None, ""):
-    # Run as a file path: don't let this directory shadow top-level modules, import the installed package.
-    _here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
-
-import contextlib  # noqa: E402
-import json  # noqa: E402
-import logging  # noqa: E402
-import signal  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-from types import FrameType  # noqa: E402
-from typing import Any  # noqa: E402
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
 
 log = logging.getLogger("airflow_tablestore.spark")
 
@@ -51,8 +49,8 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def application_path() -> str:
-    """Filesystem path of this file, for ``SparkSubmitOperator(application=...)``."""
-    return os.path.abspath(__file__)
+    """Filesystem path of the launcher, the ``application`` of ``spark-submit`` (``SparkSubmitOperator``)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "application", "tablestore_consumer.py")
 
 
 def log4j_config_path() -> str:
@@ -63,7 +61,8 @@ def log4j_config_path() -> str:
 def build_sink(options: Any, source: Any) -> Any:
     """The sink described by the options (sink credentials default to the source instance)."""
     from airflow_tablestore.spark import settings as settings_mod
-    from airflow_tablestore.spark.sinks import ParquetSink, TablestoreSink
+    from airflow_tablestore.spark.sinks.parquet import ParquetSink
+    from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
 
     if options.sink == "parquet":
         return ParquetSink(options.sink_path, options.partition_by)
@@ -96,7 +95,8 @@ def default_spark_factory(options: Any) -> Any:
             raise ConfigurationError(f"inconsistent PySpark install: {problem}")
         # Python workers must have this package and pyarrow: default to the driver's interpreter.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        builder = SparkSession.builder.appName(options.app_name or f"tablestore-{options.tunnel}-{options.phase}")
+        app_name = options.app_name or f"tablestore-{options.tunnel}-{options.phase}"
+        builder = SparkSession.builder.appName(app_name)
         builder = builder.config("spark.speculation", "false")  # a tunnel read must run once per round
         builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
         spark = builder.getOrCreate()
@@ -184,7 +184,8 @@ def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point (``spark-submit consumer.py ...`` or ``python -m airflow_tablestore.spark.consumer``)."""
+    """Entry point: ``spark-submit`` of :func:`application_path` (the launcher calls this), or
+    ``python -m airflow_tablestore.spark.consumer``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)

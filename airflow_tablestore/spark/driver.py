@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_tablestore.client.backoff import FAILED_ROUND
-from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.epoch import ns_to_iso
 from airflow_tablestore.client.errors import (
     ResourceGoneError,
@@ -26,9 +25,9 @@ from airflow_tablestore.client.errors import (
     TunnelNotFoundError,
 )
 from airflow_tablestore.client.model import ChannelStatus, TunnelDescription
-from airflow_tablestore.client.progress import BASE, STREAM, consumed_through, full_phase_done
 from airflow_tablestore.client.settings import ConnectionSettings
-from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
+from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
+from airflow_tablestore.client.tunnel.cutoff import BASE, STREAM, consumed_through, full_phase_done
 from airflow_tablestore.spark.options import JobOptions
 from airflow_tablestore.spark.outcome import (
     ConfigurationError,
@@ -37,12 +36,12 @@ from airflow_tablestore.spark.outcome import (
     is_wrapped_resource_gone,
     resource_gone_line,
 )
-from airflow_tablestore.spark.progress import DEFAULT_INTERVAL_S, RoundProgress
 from airflow_tablestore.spark.reader import CONTROL_DDL, ChannelTask, RoundPlan, round_function
+from airflow_tablestore.spark.round_progress import DEFAULT_INTERVAL_S, RoundProgress
 from airflow_tablestore.spark.session import SessionLostError, TunnelSession
-from airflow_tablestore.spark.sinks import Sink
+from airflow_tablestore.spark.sinks.protocol import Sink
 
-log = logging.getLogger("airflow_tablestore.spark")
+log = logging.getLogger(__name__)
 
 MAX_RECONNECTS = 5
 MAX_CHANNEL_FAILURES = 6
@@ -119,8 +118,9 @@ class ConsumerJob:
                  o.phase, o.tunnel, o.table, desc.tunnel.tunnel_type.value, desc.tunnel.stage.value,
                  len(desc.channels), self.sink.describe())
         if o.phase == "incremental" and not full_phase_done(desc):
-            raise ConfigurationError(f"tunnel {o.tunnel!r} is still in stage {desc.tunnel.stage.value}: run --phase full "
-                           "first (incremental consumption starts once the base data is consumed)")
+            raise ConfigurationError(
+                f"tunnel {o.tunnel!r} is still in stage {desc.tunnel.stage.value}: run --phase full first "
+                "(incremental consumption starts once the base data is consumed)")
         self._recover_staged(desc)
         if self.done(desc):
             self._log_done(desc, skipped=True)
@@ -157,8 +157,10 @@ class ConsumerJob:
         if not staged:
             return
         known = [c.channel_id for c in desc.channels if c.channel_id in staged]
-        session = TunnelSession(self.client, desc.tunnel.tunnel_id, heartbeat_interval=self.options.heartbeat_interval,
-                                client_timeout=self.options.client_timeout, client_tag=f"spark-recovery-{socket.gethostname()}")
+        session = TunnelSession(self.client, desc.tunnel.tunnel_id,
+                                heartbeat_interval=self.options.heartbeat_interval,
+                                client_timeout=self.options.client_timeout,
+                                client_tag=f"spark-recovery-{socket.gethostname()}")
         session.client_id = session.connect()
         try:
             for cid in known:
@@ -181,8 +183,8 @@ class ConsumerJob:
         cutoff_ns = (self.options.cutoff_us or 0) * 1000
         live = [c for c in desc.channels if c.channel_type == STREAM and c.status != ChannelStatus.TERMINATED]
         behind = [c for c in live if c.consume_point_ns < cutoff_ns]
-        log.info("consume point %s vs cutoff %s: %d of %d stream channels behind", _fmt_ns(desc.consume_point_ns),
-                 self.summary.cutoff, len(behind), len(live))
+        log.info("consume point %s vs cutoff %s: %d of %d stream channels behind",
+                 _fmt_ns(desc.consume_point_ns), self.summary.cutoff, len(behind), len(live))
 
     def _spark(self) -> Any:
         """The Spark session, started on the first round (a tunnel problem fails before Spark starts)."""
@@ -205,8 +207,8 @@ class ConsumerJob:
                 raise
             # Not marked lost: the client may still be live (one channel was taken over), so closing the
             # session sends Shutdown and releases its channels at once instead of after the client timeout.
-            raise SessionLostError(f"a channel or the tunnel client {session.client_id} was lost during a Spark "
-                                   f"round ({resource_gone_line(exc)})") from None
+            raise SessionLostError(f"a channel or the tunnel client {session.client_id} was lost during a "
+                                   f"Spark round ({resource_gone_line(exc)})") from None
 
     def _round_loop(self, session: TunnelSession, desc: TunnelDescription) -> TunnelDescription:
         o = self.options
@@ -244,17 +246,19 @@ class ConsumerJob:
             return
         self._last_wait_log = now
         held = [c for c in desc.channels if c.channel_type == wanted and c.client_id
-                and c.client_id != session.client_id and c.status in (ChannelStatus.OPEN, ChannelStatus.CLOSING)]
+                and c.client_id != session.client_id
+                and c.status in (ChannelStatus.OPEN, ChannelStatus.CLOSING)]
         waited = now - self._waiting_since
         if held:
             owners = sorted({c.client_id for c in held if c.client_id})
-            log.info("waiting %.0fs for %d %s channel(s) held by %s: another consumer of this tunnel (it hands "
-                     "channels over as they are rebalanced), or a dead one whose channels the server releases when "
-                     "its heartbeat timeout runs out (the Spark consumer's --client-timeout, %ds by default; other "
-                     "workers' own timeouts)", waited, len(held), wanted, ", ".join(owners), JobOptions.client_timeout)
+            log.info("waiting %.0fs for %d %s channel(s) held by %s: another consumer of this tunnel (it "
+                     "hands channels over as they are rebalanced), or a dead one whose channels the server "
+                     "releases when its heartbeat timeout runs out (the Spark consumer's --client-timeout, "
+                     "%ds by default; other workers' own timeouts)", waited, len(held), wanted,
+                     ", ".join(owners), JobOptions.client_timeout)
         else:
-            log.info("waiting %.0fs: no open %s channel for this client yet (tunnel stage %s)", waited, wanted,
-                     desc.tunnel.stage.value)
+            log.info("waiting %.0fs: no open %s channel for this client yet (tunnel stage %s)", waited,
+                     wanted, desc.tunnel.stage.value)
 
     def _select(self, channels: list[str]) -> list[str]:
         limit = self.options.max_parallel_channels
@@ -265,75 +269,105 @@ class ConsumerJob:
         return (channels[start:] + channels[:start])[:limit]
 
     def _round(self, session: TunnelSession, channels: list[str]) -> int:
-        o = self.options
+        """One round: read the chosen channels in one Spark job, then checkpoint what the sink holds."""
         number = self.summary.rounds + 1
         spark = self._spark()
-        t0 = time.monotonic()
+        started = time.monotonic()
         channels = self._select(channels)
-        checkpoints = {cid: session.get_checkpoint(cid) for cid in channels}
-        for cid, (token, seq) in checkpoints.items():
-            self.sink.recover(cid, token, seq)  # publish a committed round a dead run left staged
-        tasks = tuple(ChannelTask(cid, token, o.phase == "incremental", seq)
-                      for cid, (token, seq) in checkpoints.items())
-        plan = RoundPlan(self.settings, session.tunnel_id, session.client_id, tasks, self.sink,
-                         o.records_per_channel, o.cutoff_us, o.request_timeout, o.bytes_per_channel)
+        checkpoints = self._checkpoints(session, channels)
+        plan = self._round_plan(session, checkpoints)
         session.begin_round(channels)
-        t1 = time.monotonic()
+        planned = time.monotonic()
         try:
             with RoundProgress(number, len(channels), spark, lambda: self._lag_line(channels),
                                self.progress_interval_s):
                 rows = self.runner(spark, plan)
         finally:
             session.end_round()
-        t2 = time.monotonic()
+        ran = time.monotonic()
         session.check()  # never checkpoint a round read under a lost client id
-        finished = 0
-        failed = [r for r in rows if r.get("error")]
-        rows = [r for r in rows if not r.get("error")]
-        records = sum(int(r["records"]) for r in rows)
-        for row in sorted(rows, key=lambda r: r["channel_id"]):
-            cid, start_token, next_token = row["channel_id"], row["start_token"], row["next_token"]
-            _, seq = checkpoints[cid]
-            self._channel_failures.pop(cid, None)
-            stored = True
-            if next_token != start_token and start_token != FINISHED:
-                stored = session.commit(cid, start_token, seq, next_token)
-                if stored and int(row["records"]):
-                    self.sink.publish(cid, start_token, next_token, seq + 1)
-            if row["finished"] and stored:  # never report TERMINATED without the "finished" checkpoint
-                session.mark_finished(cid)
-                finished += 1
-        self._handle_failed_channels(failed, all_failed=not rows)
+        read = [row for row in rows if not row.get("error")]
+        failed = [row for row in rows if row.get("error")]
+        finished = self._commit(session, read, checkpoints)
+        self._handle_failed_channels(failed, all_failed=not read)
         if finished:
             session.heartbeat()  # report TERMINATED now: the next stage / child channels open sooner
-        t3 = time.monotonic()
-        s = self.summary
-        s.rounds = number
-        s.records += records
-        s.bytes += sum(int(r["bytes"]) for r in rows)
-        s.channels_finished += finished
-        s.refused += sum(int(r.get("refused") or 0) for r in rows)
-        s.peak_task_rss_bytes = max([s.peak_task_rss_bytes, *(int(r.get("peak_rss_bytes") or 0) for r in rows)])
-        prof = s.profile
-        prof["plan"] += t1 - t0
-        prof["spark_round"] += t2 - t1
-        prof["checkpoint"] += t3 - t2
-        prof["read"] += sum(float(r["read_seconds"]) for r in rows)
-        prof["sink"] += sum(float(r["sink_seconds"]) for r in rows)
-        wall = t3 - t0
-        extra = ""
-        if o.phase == "incremental" and o.cutoff is not None:
-            newest = max((r["max_sequence_timestamp_us"] or 0 for r in rows), default=0)
-            extra = f", newest record {_fmt_ns(newest * 1000)} vs cutoff {o.cutoff.isoformat()}"
-        refused = sum(int(r.get("refused") or 0) for r in rows)
-        if refused:
-            extra += f", {refused} writes refused by the fence (the destination already held them or newer)"
-        if failed:
-            extra += f", {len(failed)} channel(s) failed and will be replayed"
-        log.info("round %d (%s): %d channels, %d records, %d finished, %.2fs, %.0f records/s (total %d)%s",
-                 number, o.phase, len(rows), records, finished, wall, records / wall if wall > 0 else 0.0,
-                 s.records, extra)
+        committed = time.monotonic()
+        records = self._count(number, read, finished)
+        profile = self.summary.profile
+        profile["plan"] += planned - started
+        profile["spark_round"] += ran - planned
+        profile["checkpoint"] += committed - ran
+        self._log_round(number, read, failed, finished, records, committed - started)
         return records
+
+    def _checkpoints(self, session: TunnelSession, channels: list[str]) -> dict[str, tuple[str, int]]:
+        """Each channel's checkpoint ``(token, sequence)``, after publishing a committed round that a dead run
+        left staged in the sink."""
+        checkpoints = {channel_id: session.get_checkpoint(channel_id) for channel_id in channels}
+        for channel_id, (token, sequence) in checkpoints.items():
+            self.sink.recover(channel_id, token, sequence)
+        return checkpoints
+
+    def _round_plan(self, session: TunnelSession, checkpoints: dict[str, tuple[str, int]]) -> RoundPlan:
+        """What the Spark tasks of a round need: one read assignment per channel, the sink and the limits."""
+        options = self.options
+        incremental = options.phase == "incremental"
+        tasks = tuple(ChannelTask(channel_id, token, incremental, sequence)
+                      for channel_id, (token, sequence) in checkpoints.items())
+        return RoundPlan(self.settings, session.tunnel_id, session.client_id, tasks, self.sink,
+                         options.records_per_channel, options.cutoff_us, options.request_timeout,
+                         options.bytes_per_channel)
+
+    def _commit(self, session: TunnelSession, read: list[dict[str, Any]],
+                checkpoints: dict[str, tuple[str, int]]) -> int:
+        """Checkpoint each channel's new token, then publish its staged output; report the channels that
+        finished TERMINATED. Returns how many finished."""
+        finished = 0
+        for row in sorted(read, key=lambda r: r["channel_id"]):
+            channel_id, start_token, next_token = row["channel_id"], row["start_token"], row["next_token"]
+            _, sequence = checkpoints[channel_id]
+            self._channel_failures.pop(channel_id, None)
+            stored = True
+            if next_token != start_token and start_token != FINISHED:
+                stored = session.commit(channel_id, start_token, sequence, next_token)
+                if stored and int(row["records"]):
+                    self.sink.publish(channel_id, start_token, next_token, sequence + 1)
+            if row["finished"] and stored:  # never report TERMINATED without the "finished" checkpoint
+                session.mark_finished(channel_id)
+                finished += 1
+        return finished
+
+    def _count(self, number: int, read: list[dict[str, Any]], finished: int) -> int:
+        """Add a round's rows to the summary; returns the round's records."""
+        summary = self.summary
+        records = sum(int(row["records"]) for row in read)
+        summary.rounds = number
+        summary.records += records
+        summary.bytes += sum(int(row["bytes"]) for row in read)
+        summary.channels_finished += finished
+        summary.refused += sum(int(row.get("refused") or 0) for row in read)
+        task_peaks = (int(row.get("peak_rss_bytes") or 0) for row in read)
+        summary.peak_task_rss_bytes = max([summary.peak_task_rss_bytes, *task_peaks])
+        summary.profile["read"] += sum(float(row["read_seconds"]) for row in read)
+        summary.profile["sink"] += sum(float(row["sink_seconds"]) for row in read)
+        return records
+
+    def _log_round(self, number: int, read: list[dict[str, Any]], failed: list[dict[str, Any]], finished: int,
+                   records: int, wall: float) -> None:
+        options = self.options
+        details = ""
+        if options.phase == "incremental" and options.cutoff is not None:
+            newest_us = max((row["max_sequence_timestamp_us"] or 0 for row in read), default=0)
+            details = f", newest record {_fmt_ns(newest_us * 1000)} vs cutoff {options.cutoff.isoformat()}"
+        refused = sum(int(row.get("refused") or 0) for row in read)
+        if refused:
+            details += f", {refused} writes refused by the fence (the destination already held them or newer)"
+        if failed:
+            details += f", {len(failed)} channel(s) failed and will be replayed"
+        log.info("round %d (%s): %d channels, %d records, %d finished, %.2fs, %.0f records/s (total %d)%s",
+                 number, options.phase, len(read), records, finished, wall,
+                 records / wall if wall > 0 else 0.0, self.summary.records, details)
 
     def _handle_failed_channels(self, failed: list[dict[str, Any]], *, all_failed: bool) -> None:
         """Channels whose task met a transient error keep their checkpoint and are replayed next round; the
@@ -344,9 +378,9 @@ class ConsumerJob:
             self._channel_failures[cid] = count
             if count >= MAX_CHANNEL_FAILURES:
                 raise JobError(f"channel {cid} failed {count} rounds in a row, giving up: {row['error']}")
-            log.warning("channel %s failed this round (%s); the other channels' work is checkpointed, this one "
-                        "is replayed from its checkpoint (failure %d of at most %d in a row)", cid, row["error"],
-                        count, MAX_CHANNEL_FAILURES - 1)
+            log.warning("channel %s failed this round (%s); the other channels' work is checkpointed, this "
+                        "one is replayed from its checkpoint (failure %d of at most %d in a row)", cid,
+                        row["error"], count, MAX_CHANNEL_FAILURES - 1)
         if failed and all_failed:
             worst = max(self._channel_failures[r["channel_id"]] for r in failed)
             delay = FAILED_ROUND.delay(worst - 1)
@@ -354,7 +388,8 @@ class ConsumerJob:
             time.sleep(delay)
 
     def _lag_line(self, channels: list[str]) -> str | None:
-        """For the progress line: how far the round's slowest stream channel is checkpointed (None for base)."""
+        """For the progress line: how far the round's slowest stream channel is checkpointed (None for
+        base)."""
         if self.options.phase != "incremental":
             return None
         desc = self.describe()
@@ -368,9 +403,3 @@ class ConsumerJob:
     def close(self) -> None:
         with contextlib.suppress(TablestoreError):
             self.client.close()
-
-
-__getattr__ = moved_names(__name__, {
-    "RESOURCE_GONE_CODE": "airflow_tablestore.spark.outcome:RESOURCE_GONE_CODE",
-    "expired_message": "airflow_tablestore.spark.outcome:expired_message",
-})

@@ -18,8 +18,8 @@ import pyarrow as pa
 
 from airflow_tablestore.client.errors import is_transient
 from airflow_tablestore.client.settings import ConnectionSettings
-from airflow_tablestore.client.tunnel_reads import FINISHED, enough_data
-from airflow_tablestore.spark.sinks import ChannelWriter, Sink
+from airflow_tablestore.client.tunnel.reads import FINISHED, enough_data
+from airflow_tablestore.spark.sinks.protocol import ChannelWriter, Sink
 
 CONTROL_SCHEMA = pa.schema([
     pa.field("channel_id", pa.string()),

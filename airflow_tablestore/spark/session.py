@@ -22,8 +22,8 @@ from airflow_tablestore.client.errors import (
     is_transient,
 )
 from airflow_tablestore.client.model import ChannelStatus
-from airflow_tablestore.client.tunnel import Channel, TunnelClient
-from airflow_tablestore.client.tunnel_session import (
+from airflow_tablestore.client.tunnel.client import Channel, TunnelClient
+from airflow_tablestore.client.tunnel.session import (
     CheckpointOutcome,
     merge_channels,
     report_for,
@@ -31,7 +31,7 @@ from airflow_tablestore.client.tunnel_session import (
     transition,
 )
 
-log = logging.getLogger("airflow_tablestore.spark")
+log = logging.getLogger(__name__)
 
 
 COMMIT_ATTEMPTS = 5
@@ -87,7 +87,8 @@ class TunnelSession:
             except TablestoreError as exc:
                 if attempt == CONNECT_ATTEMPTS or not is_transient(exc):
                     raise
-                delay = TUNNEL_SESSION_RETRY.delay(attempt)  # attempt is 1-based here: the first retry waits 0.4 s (as before)
+                # attempt is 1-based here: the first retry waits 0.4 s (as before)
+                delay = TUNNEL_SESSION_RETRY.delay(attempt)
                 log.warning("connect to tunnel %s failed (%s); retry %d of %d in %.1fs", self.tunnel_id, exc,
                             attempt, CONNECT_ATTEMPTS - 1, delay)
                 time.sleep(delay)

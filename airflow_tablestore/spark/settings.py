@@ -11,7 +11,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from airflow_tablestore.client.deprecation import moved_names
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.settings import ConnectionSettings
 
@@ -135,6 +134,3 @@ def write_credentials_file(directory: str | os.PathLike[str], source: Any, sink:
     with os.fdopen(fd, "w") as handle:
         json.dump(data, handle)
     return path
-
-
-__getattr__ = moved_names(__name__, {"TablestoreSettings": "airflow_tablestore.client.settings:ConnectionSettings"})

@@ -79,39 +79,36 @@ class TablestoreTunnelConsumePointTrigger(BaseTrigger):
         return {"table_name": self.table_name, "tunnel_name": self.tunnel_name, "cutoff_ns": self.cutoff_ns}
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        hook = self.hook()
         polls = 0
-        try:
-            while True:
-                polls += 1
-                try:
-                    check = await hook.acheck_consume_point(self.table_name, self.tunnel_name, self.cutoff_ns)
-                except TRANSIENT_ERRORS as err:
-                    self.log.warning("Transient error polling tunnel %r (will retry): %s", self.tunnel_name, err)
-                else:
-                    if check.done:
-                        self.log.info("Tunnel %r reached the cutoff: %s", self.tunnel_name, check.message)
-                        yield TriggerEvent({"status": "success", **self._base_event(), **check.as_event()})
+        with self.hook() as hook:
+            try:
+                while True:
+                    polls += 1
+                    try:
+                        check = await hook.acheck_consume_point(self.table_name, self.tunnel_name, self.cutoff_ns)
+                    except TRANSIENT_ERRORS as err:
+                        self.log.warning("Transient error polling tunnel %r (will retry): %s", self.tunnel_name, err)
+                    else:
+                        if check.done:
+                            self.log.info("Tunnel %r reached the cutoff: %s", self.tunnel_name, check.message)
+                            yield TriggerEvent({"status": "success", **self._base_event(), **check.as_event()})
+                            return
+                        self.log.info("Tunnel %r poll %d: %s", self.tunnel_name, polls, check.message)
+                    remaining = self.deadline - time.time()
+                    if remaining <= 0:
+                        yield TriggerEvent({
+                            "status": "timeout",
+                            **self._base_event(),
+                            "message": f"tunnel {self.tunnel_name!r} on {self.table_name!r} did not reach the "
+                                       f"cutoff within max_wait_seconds={self.max_wait_seconds:g} ({polls} polls)",
+                        })
                         return
-                    self.log.info("Tunnel %r poll %d: %s", self.tunnel_name, polls, check.message)
-                remaining = self.deadline - time.time()
-                if remaining <= 0:
-                    yield TriggerEvent({
-                        "status": "timeout",
-                        **self._base_event(),
-                        "message": f"tunnel {self.tunnel_name!r} on {self.table_name!r} did not reach the "
-                                   f"cutoff within max_wait_seconds={self.max_wait_seconds:g} ({polls} polls)",
-                    })
-                    return
-                await asyncio.sleep(min(self.poll_interval, remaining))
-        except (NotFoundError, TunnelExpiredError) as err:
-            yield TriggerEvent({"status": "error", **self._base_event(), "code": err.code,
-                                "message": tunnel_problem_message(err, self.table_name, self.tunnel_name)})
-        except TablestoreError as err:
-            yield TriggerEvent({"status": "error", **self._base_event(), "code": err.code, "message": str(err)})
-        except Exception as err:  # noqa: BLE001 - e.g. an unknown connection id: end with an event, not a crash
-            yield TriggerEvent({"status": "error", **self._base_event(), "code": type(err).__name__,
-                                "message": f"{type(err).__name__}: {err}"})
-        finally:
-            hook.close()
-
+                    await asyncio.sleep(min(self.poll_interval, remaining))
+            except (NotFoundError, TunnelExpiredError) as err:
+                yield TriggerEvent({"status": "error", **self._base_event(), "code": err.code,
+                                    "message": tunnel_problem_message(err, self.table_name, self.tunnel_name)})
+            except TablestoreError as err:
+                yield TriggerEvent({"status": "error", **self._base_event(), "code": err.code, "message": str(err)})
+            except Exception as err:  # noqa: BLE001 - e.g. an unknown connection id: end with an event, not a crash
+                yield TriggerEvent({"status": "error", **self._base_event(), "code": type(err).__name__,
+                                    "message": f"{type(err).__name__}: {err}"})

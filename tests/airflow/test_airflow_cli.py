@@ -123,7 +123,9 @@ def test_dags_test_create_table_tunnel_and_deferred_sensor(
     forward and a real TunnelWorker consumes the tunnel: its checkpoints carry the consume point past the
     cutoff and the inline trigger fires.
     """
-    from airflow_tablestore.client.tunnel_worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
+    from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
+    from airflow_tablestore.client.tunnel.processor import CallbackProcessor
+    from airflow_tablestore.client.tunnel.worker import TunnelWorker
 
     table, tunnel = unique("e2e"), "e2e_tunnel"
     cutoff = datetime.now(UTC) + timedelta(hours=1)

@@ -51,13 +51,17 @@ class ScriptedServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
                 with outer._lock:
-                    outer.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    outer.requests.append(
+                        Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    )
                     reply = outer.replies.pop(0) if len(outer.replies) > 1 else outer.replies[0]
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 self.send_response(reply.status)
                 if reply.md5 is None:
-                    self.send_header("x-ots-contentmd5", base64.b64encode(hashlib.md5(reply.body).digest()).decode())
+                    self.send_header(
+                        "x-ots-contentmd5", base64.b64encode(hashlib.md5(reply.body).digest()).decode()
+                    )
                 elif reply.md5:
                     self.send_header("x-ots-contentmd5", reply.md5)
                 if reply.request_id:

@@ -1,4 +1,5 @@
-"""Signing vectors from the references (table-api.md §3a, table-api-proto.md §1.1-1.2, tunnel-protocol.md §2.2)."""
+"""Signing vectors from the references (table-api.md §3a, table-api-proto.md §1.1-1.2, tunnel-protocol.md
+§2.2)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,10 @@ def test_v2_tunnel_vector() -> None:
 
 
 def test_canonical_string_ignores_signature_and_non_ots_headers_and_trims() -> None:
-    headers = dict(PROTO_HEADERS, **{"x-ots-signature": "zzz", "User-Agent": "x", "X-OTS-Date": " 2024-01-02T03:04:05.000Z "})
+    headers = dict(
+        PROTO_HEADERS,
+        **{"x-ots-signature": "zzz", "User-Agent": "x", "X-OTS-Date": " 2024-01-02T03:04:05.000Z "},
+    )
     del headers["x-ots-date"]
     assert auth.sign_v2("testsecret", "/ListTable", headers) == "l8hZr0IhTSg8xClIhHGF+y5Smzg="
 
@@ -85,7 +89,10 @@ def test_response_signature_vectors() -> None:
         "x-ots-contenttype": "protocol buffer",
     }
     assert auth.content_md5(bytes.fromhex("0a0274310a027432")) == "AjIX0XBNSdmRMALQxUDRsQ=="
-    assert auth.response_signature("fakeAccessKeySecret", "/ListTable", table_response) == "4EbiYRseYTQzIPUv/IPXHplso2o="
+    assert (
+        auth.response_signature("fakeAccessKeySecret", "/ListTable", table_response)
+        == "4EbiYRseYTQzIPUv/IPXHplso2o="
+    )
     v4_key = "nvcCUcWJrIXM4QJUGcqBRSvkApO+Ucf3290Cy3+/agI="
     assert auth.response_signature(v4_key, "/ListTable", table_response) == "qL/40lKLLFGGjWnDKniygVXED8A="
     proto_response = {
@@ -94,10 +101,12 @@ def test_response_signature_vectors() -> None:
         "x-ots-date": "2024-01-02T03:04:05.123456Z",
         "x-ots-requestid": "req-1",
     }
-    assert auth.response_signature("testsecret", "/ListTable", proto_response) == "NttkxKDMd6PC4u2ifbCKfOgS8W0="
-    assert auth.response_signature("ytaYVQf4sduCec6WEA4ZccLVPDwA1ChFD7R5xHfaYG0=", "/ListTable", proto_response) == (
-        "CxbY3/D0EKq0vD/Mb/EZ7FQqNRc="
+    assert (
+        auth.response_signature("testsecret", "/ListTable", proto_response) == "NttkxKDMd6PC4u2ifbCKfOgS8W0="
     )
+    assert auth.response_signature(
+        "ytaYVQf4sduCec6WEA4ZccLVPDwA1ChFD7R5xHfaYG0=", "/ListTable", proto_response
+    ) == ("CxbY3/D0EKq0vD/Mb/EZ7FQqNRc=")
 
 
 def test_empty_body_md5_and_date_format() -> None:
@@ -109,14 +118,18 @@ def test_empty_body_md5_and_date_format() -> None:
 
 def test_build_headers_v2_reproduces_reference_request() -> None:
     creds = auth.Credentials("testid", "testsecret")
-    headers = auth.build_headers(creds, "inst", "/ListTable", b"", now=datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC))
+    headers = auth.build_headers(
+        creds, "inst", "/ListTable", b"", now=datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    )
     assert headers["x-ots-signature"] == "l8hZr0IhTSg8xClIhHGF+y5Smzg="
     assert "x-ots-ststoken" not in headers and "x-ots-signaturev4" not in headers
 
 
 def test_build_headers_v4_reproduces_reference_request() -> None:
     creds = auth.Credentials("testid", "testsecret", region="cn-hangzhou")
-    headers = auth.build_headers(creds, "inst", "/ListTable", b"", now=datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC))
+    headers = auth.build_headers(
+        creds, "inst", "/ListTable", b"", now=datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    )
     assert headers["x-ots-signdate"] == "20240102"
     assert headers["x-ots-signregion"] == "cn-hangzhou"
     assert headers["x-ots-signaturev4"] == "SW0Mju4Riu1lpupOWGlehAUYfKtVe76EzRBASRrnbmo="

@@ -15,8 +15,8 @@ from airflow_tablestore.client.backoff import (
     spread,
 )
 from airflow_tablestore.client.retry import RetryPolicy
-from airflow_tablestore.client.stream_worker.config import StreamWorkerConfig
-from airflow_tablestore.client.tunnel_worker import TunnelWorkerConfig
+from airflow_tablestore.client.stream.config import StreamWorkerConfig
+from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
 
 
 def test_exponential_then_capped_without_jitter() -> None:
@@ -62,8 +62,19 @@ def test_spread_stays_in_its_range() -> None:
 
 
 def test_request_and_worker_presets_keep_the_numbers_they_replaced() -> None:
-    # The defaults RetryPolicy, the tunnel worker and the stream worker had before they came from these presets.
-    assert (REQUEST_RETRY.base_s, REQUEST_RETRY.factor, REQUEST_RETRY.max_s, REQUEST_RETRY.full_jitter) == (0.1, 2.0, 3.0, True)
+    # The defaults RetryPolicy, the tunnel worker and the stream worker had before they came from these
+    # presets.
+    assert (REQUEST_RETRY.base_s, REQUEST_RETRY.factor, REQUEST_RETRY.max_s, REQUEST_RETRY.full_jitter) == (
+        0.1,
+        2.0,
+        3.0,
+        True,
+    )
     assert (THROTTLED_REQUEST_RETRY.base_s, THROTTLED_REQUEST_RETRY.max_s) == (0.3, 3.0)
-    assert (EMPTY_READ.base_s, EMPTY_READ.factor, EMPTY_READ.jitter, EMPTY_READ.max_s) == (0.02, 5.0, 0.25, 5.0)
+    assert (EMPTY_READ.base_s, EMPTY_READ.factor, EMPTY_READ.jitter, EMPTY_READ.max_s) == (
+        0.02,
+        5.0,
+        0.25,
+        5.0,
+    )
     assert [PROCESSOR_RETRY.delay(n) for n in range(9)] == [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 10.0, 10.0]

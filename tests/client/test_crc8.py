@@ -7,7 +7,7 @@ import os
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_tablestore.client.crc8 import CRC8_TABLE, crc8, crc8_byte, zero_table
+from airflow_tablestore.client.plainbuffer.crc8 import CRC8_TABLE, crc8, crc8_byte, zero_table
 
 
 def _bitwise(data: bytes, crc: int = 0) -> int:

@@ -19,18 +19,15 @@ from airflow_tablestore.client.model import (
     Row,
     SequenceInfo,
 )
-from airflow_tablestore.client.plainbuffer import (
+from airflow_tablestore.client.plainbuffer.decode import (
     decode_record,
     decode_record_list,
     decode_row,
     decode_rows,
-    decode_sql_variant,
-    encode_primary_key,
-    encode_row,
-    encode_rows,
-    encode_sql_variant,
     gc_paused,
 )
+from airflow_tablestore.client.plainbuffer.encode import encode_primary_key, encode_row, encode_rows
+from airflow_tablestore.client.plainbuffer.sqlvariant import decode_sql_variant, encode_sql_variant
 
 TS = 1700000000000
 
@@ -53,19 +50,23 @@ VECTORS: list[tuple[str, Row, str]] = [
         "tunnel UPDATE_ROW",
         Row(
             (("pk", "a"),),
-            (Column("c1", None, TS, CellOp.DELETE_ONE_VERSION), Column("c2", None, None, CellOp.DELETE_ALL_VERSIONS)),
+            (
+                Column("c1", None, TS, CellOp.DELETE_ONE_VERSION),
+                Column("c2", None, None, CellOp.DELETE_ALL_VERSIONS),
+            ),
             False,
             SequenceInfo(0, 1700000000000456, 1),
         ),
-        "75 00 00 00 01 03 04 02 00 00 00 70 6b 05 06 00 00 00 03 01 00 00 00 61 0a d4 02 03 04 02 00 00 00 63 31"
-        " 06 03 07 00 68 e5 cf 8b 01 00 00 0a 17 03 04 02 00 00 00 63 32 06 01 0a ac 0b 18 00 00 00 0c 13 00 00 00"
-        " 0d 00 00 00 00 0e c8 41 1e 18 24 0a 06 00 0f 01 00 00 00 09 c5",
+        "75 00 00 00 01 03 04 02 00 00 00 70 6b 05 06 00 00 00 03 01 00 00 00 61 0a d4"
+        " 02 03 04 02 00 00 00 63 31 06 03 07 00 68 e5 cf 8b 01 00 00 0a 17 03 04 02 00 00 00 63 32"
+        " 06 01 0a ac 0b 18 00 00 00 0c 13 00 00 00 0d 00 00 00 00 0e c8 41 1e 18 24 0a 06 00 0f 01"
+        " 00 00 00 09 c5",
     ),
     (
         "tunnel DELETE_ROW",
         Row((("pk", "a"),), (), True, SequenceInfo(0, 1700000000000789, 0)),
-        "75 00 00 00 01 03 04 02 00 00 00 70 6b 05 06 00 00 00 03 01 00 00 00 61 0a d4 08 0b 18 00 00 00 0c 13 00"
-        " 00 00 0d 00 00 00 00 0e 15 43 1e 18 24 0a 06 00 0f 00 00 00 00 09 e9",
+        "75 00 00 00 01 03 04 02 00 00 00 70 6b 05 06 00 00 00 03 01 00 00 00 61 0a d4 08 0b 18 00"
+        " 00 00 0c 13 00 00 00 0d 00 00 00 00 0e 15 43 1e 18 24 0a 06 00 0f 00 00 00 00 09 e9",
     ),
     ("GetRow key", Row((("pk", "a"),)), "7500000001030402000000706b05060000000301000000610ad409ee"),
     ("GetRange INF_MIN bound", Row((("pk", INF_MIN),)), "7500000001030402000000706b0501000000090a3a097b"),
@@ -104,7 +105,8 @@ VECTORS: list[tuple[str, Row, str]] = [
         "070068e5cf8b0100000aeb0b180000000c130000000d000000000e00401e18240a06000f0000000009a8",
     ),
     (
-        # Captured SDK put_row body (table-api.md §3b); the SDK's bytes b"raw-bytes" is a STRING, so here "raw-bytes".
+        # Captured SDK put_row body (table-api.md §3b); the SDK's bytes b"raw-bytes" is a STRING, so here
+        # "raw-bytes".
         "SDK put_row capture, every type",
         Row(
             (("pk", 1), ("pks", "abc")),
@@ -249,7 +251,9 @@ def test_decode_record_with_sequence() -> None:
 
 _names = st.text(min_size=1, max_size=12)
 _int64 = st.integers(-(2**63), 2**63 - 1)
-_pk_values = st.one_of(_int64, st.text(max_size=20), st.binary(max_size=20), st.sampled_from([INF_MIN, INF_MAX, AUTO_INCREMENT]))
+_pk_values = st.one_of(
+    _int64, st.text(max_size=20), st.binary(max_size=20), st.sampled_from([INF_MIN, INF_MAX, AUTO_INCREMENT])
+)
 _values = st.one_of(
     _int64,
     st.floats(allow_nan=False),
@@ -441,12 +445,18 @@ def test_bad_utf8() -> None:
         (Row((("pk", 1),), (Column("c", -(2**63) - 1),)), "column 'c': integer"),
         (Row((("pk", 1),), (Column("c", INF_MAX),)), "column 'c': INF_MAX is only allowed in a primary key"),  # type: ignore[arg-type]
         (Row((("pk", 1),), (Column("c", None),)), "column 'c': a PUT cell needs a value"),
-        (Row((("pk", 1),), (Column("c", 1, None, CellOp.DELETE_ALL_VERSIONS),)), "DELETE_ALL_VERSIONS cells take no value"),
+        (
+            Row((("pk", 1),), (Column("c", 1, None, CellOp.DELETE_ALL_VERSIONS),)),
+            "DELETE_ALL_VERSIONS cells take no value",
+        ),
         (Row((("pk", 1),), (Column("c", 1, "now"),)), "column 'c': timestamp must be an int"),  # type: ignore[arg-type]
         (Row((("pk", 1),), (), False, SequenceInfo(2**31, 0, 0)), "epoch"),
         (Row((("pk", 1),), (Column("c", 1, None, 7),)), "column 'c': unknown cell op 7"),  # type: ignore[arg-type]
         (Row((("pk", 1),), (Column("c", "x", None, CellOp.INCREMENT),)), "INCREMENT needs an int, got str"),
-        (Row((("pk", 1),), (Column("c", None, None, CellOp.INCREMENT),)), "column 'c': INCREMENT cells need a value"),
+        (
+            Row((("pk", 1),), (Column("c", None, None, CellOp.INCREMENT),)),
+            "column 'c': INCREMENT cells need a value",
+        ),
         (Row((("pk", 1),), (("c", 1, None, 0, "extra"),)), "columns must be Column"),  # type: ignore[arg-type]
         (Row((("pk", 1, 2),)), "primary key entries must be (name, value) pairs"),  # type: ignore[arg-type]
     ],
@@ -492,23 +502,25 @@ def test_long_values_use_fast_crc_path() -> None:
 
 
 def _to_emulator(value: Any) -> Any:
-    from airflow_tablestore.emulator import codec
+    from airflow_tablestore.emulator.codec import format as codec_format
 
-    specials = {id(INF_MIN): codec.INF_MIN, id(INF_MAX): codec.INF_MAX, id(AUTO_INCREMENT): codec.AUTO_INCREMENT}
+    specials = {id(INF_MIN): codec_format.INF_MIN, id(INF_MAX): codec_format.INF_MAX,
+                id(AUTO_INCREMENT): codec_format.AUTO_INCREMENT}
     return specials.get(id(value), value)
 
 
 @settings(max_examples=200, deadline=None)
 @given(_rows())
 def test_same_bytes_as_the_emulator_codec(row: Row) -> None:
-    from airflow_tablestore.emulator import codec
+    from airflow_tablestore.emulator.codec.decode import decode_row as emulator_decode_row
+    from airflow_tablestore.emulator.codec.encode import encode_row as emulator_encode_row
 
     seq = row.sequence
     if seq is not None:  # the emulator writes epoch and row index unsigned: compare non-negative ones
         seq = SequenceInfo(seq.epoch & 0x7FFFFFFF, seq.timestamp, seq.row_index & 0x7FFFFFFF)
         row = row._replace(sequence=seq)
     cells = [(c.name, c.value, int(c.op) or None, c.timestamp) for c in row.columns]
-    theirs = codec.encode_row(
+    theirs = emulator_encode_row(
         [(n, _to_emulator(v)) for n, v in row.primary_key],
         cells,
         row.delete_marker,
@@ -516,7 +528,7 @@ def test_same_bytes_as_the_emulator_codec(row: Row) -> None:
     )
     ours = encode_row(row)
     assert ours == theirs
-    decoded = codec.decode_row(ours)
+    decoded = emulator_decode_row(ours)
     assert [n for n, _ in decoded.pk] == [n for n, _ in row.primary_key]
     assert [(c.name, c.value, c.op or 0, c.ts) for c in decoded.cells] == [
         (c.name, c.value, int(c.op), c.timestamp) for c in row.columns
@@ -545,4 +557,6 @@ def test_extension_errors() -> None:
     assert "sequence info at offset" in _error(_with_extension(b"\x0c\x01\x00\x00\x00\x0d"))
     bad_tags = b"\x0c\x13\x00\x00\x00\x0d\x00\x00\x00\x00\x0f" + bytes(8) + b"\x0e" + bytes(4)
     assert "expected tags 0d, 0e, 0f" in _error(_with_extension(bad_tags))  # fast path
-    assert "expected tags 0d, 0e, 0f" in _error(_with_extension(b"\x10\x00\x00\x00\x00" + bad_tags))  # general
+    assert "expected tags 0d, 0e, 0f" in _error(
+        _with_extension(b"\x10\x00\x00\x00\x00" + bad_tags)
+    )  # general

@@ -1,4 +1,4 @@
-"""The PlainBuffer codec's module layout: the facade keeps every public name, each module imports on its own."""
+"""The PlainBuffer codec's module layout: each public name has one home, each module imports on its own."""
 
 from __future__ import annotations
 
@@ -7,41 +7,32 @@ import sys
 
 import pytest
 
-from airflow_tablestore.client import (
-    plainbuffer,
-    plainbuffer_decode,
-    plainbuffer_encode,
-    plainbuffer_format,
-    plainbuffer_sqlvariant,
-)
+from airflow_tablestore.client.plainbuffer import crc8, decode, encode, sqlvariant
+from airflow_tablestore.client.plainbuffer import format as pb_format
 
-MODULES = [plainbuffer, plainbuffer_format, plainbuffer_encode, plainbuffer_decode, plainbuffer_sqlvariant]
+MODULES = [pb_format, encode, decode, sqlvariant, crc8]
 
-
-def test_facade_exports_the_codec_api() -> None:
-    assert sorted(plainbuffer.__all__) == [
-        "HEADER",
-        "decode_record",
-        "decode_record_list",
-        "decode_row",
-        "decode_rows",
-        "decode_sql_variant",
-        "encode_primary_key",
-        "encode_row",
-        "encode_rows",
-        "encode_sql_variant",
-        "gc_paused",
-    ]
-    homes = [plainbuffer_format, plainbuffer_encode, plainbuffer_decode, plainbuffer_sqlvariant]
-    for name in plainbuffer.__all__:
-        assert any(getattr(plainbuffer, name) is getattr(home, name, None) for home in homes), name
+API = {
+    pb_format: ["HEADER"],
+    encode: ["encode_primary_key", "encode_row", "encode_rows"],
+    decode: ["decode_record", "decode_record_list", "decode_row", "decode_rows", "gc_paused"],
+    sqlvariant: ["decode_sql_variant", "encode_sql_variant"],
+    crc8: ["CRC8_TABLE", "crc8", "zero_table"],
+}
 
 
-def test_facade_keeps_the_tag_and_value_type_constants() -> None:
-    constants = [name for name in vars(plainbuffer_format) if name.startswith(("TAG_", "VT_"))]
+def test_each_codec_name_is_defined_in_its_module() -> None:
+    for module, names in API.items():
+        for name in names:
+            value = getattr(module, name)
+            assert getattr(value, "__module__", module.__name__) == module.__name__, name
+
+
+def test_format_defines_the_tag_and_value_type_constants() -> None:
+    constants = [name for name in vars(pb_format) if name.startswith(("TAG_", "VT_"))]
     assert len(constants) == 24
     for name in constants:
-        assert getattr(plainbuffer, name) == getattr(plainbuffer_format, name)
+        assert isinstance(getattr(pb_format, name), int), name
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda module: module.__name__.rsplit(".", 1)[-1])
@@ -54,6 +45,6 @@ def test_module_imports_alone_in_a_fresh_interpreter(module: object) -> None:
 
 
 def test_decoder_docstring_names_its_independent_twin() -> None:
-    for module in (plainbuffer_format, plainbuffer_decode):
+    for module in (pb_format, decode):
         assert module.__doc__ is not None
-        assert "airflow_tablestore/emulator/codec.py" in module.__doc__
+        assert "airflow_tablestore/emulator/codec/" in module.__doc__

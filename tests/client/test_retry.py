@@ -57,7 +57,9 @@ def test_throttling_codes_retry_for_every_operation(code: str) -> None:
 
 def test_quota_exhausted_retried_only_for_too_frequent_table_operations() -> None:
     policy = RetryPolicy()
-    assert policy.is_retryable(_err("OTSQuotaExhausted", 403, "Too frequent table operations."), idempotent=False)
+    assert policy.is_retryable(
+        _err("OTSQuotaExhausted", 403, "Too frequent table operations."), idempotent=False
+    )
     assert not policy.is_retryable(_err("OTSQuotaExhausted", 403, "Number of tables exceeded the quota."),
                                    idempotent=True)
 
@@ -94,7 +96,9 @@ def test_delay_is_full_jitter_within_exponential_cap() -> None:
     for attempt in range(1, 12):
         cap = min(2.0, 0.1 * 2 ** (attempt - 1))
         assert all(0.0 <= policy.delay(attempt, server) <= cap for _ in range(50))
-        assert all(0.0 <= policy.delay(attempt, busy) <= min(2.0, 0.5 * 2 ** (attempt - 1)) for _ in range(50))
+        assert all(
+            0.0 <= policy.delay(attempt, busy) <= min(2.0, 0.5 * 2 ** (attempt - 1)) for _ in range(50)
+        )
     # jitter: not a constant
     assert len({policy.delay(5, server) for _ in range(20)}) > 1
 
@@ -128,7 +132,9 @@ def test_total_time_budget_is_honoured() -> None:
     assert 1 < len(calls) < 1000
 
 
-def test_success_after_retries_returns_value_and_logs_without_secrets(caplog: pytest.LogCaptureFixture) -> None:
+def test_success_after_retries_returns_value_and_logs_without_secrets(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     fake = FakeTime()
     outcomes: list[Exception | None] = [_err("OTSServerBusy", 503), _err("OTSInternalServerError", 500), None]
 
@@ -175,8 +181,11 @@ def _transport(server: Any, fake: FakeTime, attempts: int = 5) -> Transport:
 def test_throttled_answer_is_retried_for_any_operation(scripted: Any, idempotent: bool) -> None:
     fake = FakeTime()
     ok = table_pb2.ListTableResponse(table_names=["t"]).SerializeToString()
-    scripted.script(scripted.Reply(503, _error_body("OTSServerBusy")), scripted.Reply(409, _error_body("OTSRowOperationConflict")),
-                    scripted.Reply(200, ok))
+    scripted.script(
+        scripted.Reply(503, _error_body("OTSServerBusy")),
+        scripted.Reply(409, _error_body("OTSRowOperationConflict")),
+        scripted.Reply(200, ok),
+    )
     with _transport(scripted, fake) as transport:
         answer = transport.call("/ListTable", None, table_pb2.ListTableResponse, idempotent=idempotent)
     assert list(answer.table_names) == ["t"]
@@ -199,8 +208,12 @@ def test_retries_are_re_signed_with_valid_signatures(scripted: Any) -> None:
     fake = FakeTime()
     scripted.script(scripted.Reply(503, _error_body("OTSServerBusy")), scripted.Reply(200, b""))
     with _transport(scripted, fake) as transport:
-        transport.call("/DeleteTable", table_pb2.DeleteTableRequest(table_name="t"), table_pb2.DeleteTableResponse,
-                       idempotent=False)
+        transport.call(
+            "/DeleteTable",
+            table_pb2.DeleteTableRequest(table_name="t"),
+            table_pb2.DeleteTableResponse,
+            idempotent=False,
+        )
     assert len(scripted.requests) == 2
     for seen in scripted.requests:
         assert seen.headers["x-ots-signature"] == auth.sign_v2("secret", "/DeleteTable", seen.headers)

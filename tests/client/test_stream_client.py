@@ -1,4 +1,5 @@
-"""``StreamClient`` against the emulator: typed results, pagination, records with sequence info, typed errors."""
+"""``StreamClient`` against the emulator: typed results, pagination, records with sequence info, typed
+errors."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from airflow_tablestore.client.model import (
     StreamSpec,
     TableSchema,
 )
-from airflow_tablestore.client.stream import StreamClient, StreamRecordsResult, StreamStatus
+from airflow_tablestore.client.stream.client import StreamClient, StreamRecordsResult, StreamStatus
 from airflow_tablestore.protocol import ots_table_pb2 as _pb
 
 pb: Any = _pb
@@ -51,8 +52,9 @@ def _read_all(client: StreamClient, stream_id: str, shard_id: str) -> list[Any]:
     return out
 
 
-def test_list_describe_and_records(table_client: TableClient, stream_client: StreamClient, tablestore_emulator: Any,
-                                   unique_name: str) -> None:
+def test_list_describe_and_records(
+    table_client: TableClient, stream_client: StreamClient, tablestore_emulator: Any, unique_name: str
+) -> None:
     table_client.create_table(_schema(unique_name))
     table_client.create_table(_schema(unique_name + "_plain", stream=False))
     assert stream_client.stream_id_of(unique_name + "_plain") is None
@@ -67,7 +69,9 @@ def test_list_describe_and_records(table_client: TableClient, stream_client: Str
     before = stream_client.describe_stream(sid).shards
     tablestore_emulator.control.split_partition(unique_name, before[0].shard_id)
     desc = stream_client.describe_stream(sid, shard_limit=1)  # one shard per page: follows next_shard_id
-    assert desc.status is StreamStatus.ACTIVE and desc.table_name == unique_name and desc.expiration_hours == 24
+    assert (
+        desc.status is StreamStatus.ACTIVE and desc.table_name == unique_name and desc.expiration_hours == 24
+    )
     assert desc.shards[:len(before)] == before and len(desc.shards) == len(before) + 2
     parent = desc.shards[0]
     assert [s.parent_ids for s in desc.shards[len(before):]] == [(parent.shard_id,), (parent.shard_id,)]
@@ -87,7 +91,9 @@ def test_list_describe_and_records(table_client: TableClient, stream_client: Str
     assert [r.action for r in stream_client.get_stream_records(it).records] == [ActionType.UPDATE_ROW,
                                                                                  ActionType.DELETE_ROW]
     # the closed parent ends: no next iterator once drained
-    last = stream_client.get_stream_records(stream_client.get_shard_iterator(sid, parent.shard_id), limit=1000)
+    last = stream_client.get_stream_records(
+        stream_client.get_shard_iterator(sid, parent.shard_id), limit=1000
+    )
     assert last.next_iterator is None
 
 

@@ -40,8 +40,8 @@ from airflow_tablestore.client import (
     TimeRange,
     WriteType,
 )
-from airflow_tablestore.client.conditions import encode_filter
-from airflow_tablestore.client.table import normalize_columns, normalize_primary_key
+from airflow_tablestore.client.table.arguments import normalize_columns, normalize_primary_key
+from airflow_tablestore.client.table.conditions import encode_filter
 from airflow_tablestore.protocol import ots_filter_pb2 as _filter_pb2
 from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 
@@ -97,9 +97,12 @@ def test_primary_key_and_columns_normalisation() -> None:
 
 def test_table_lifecycle(table_client: TableClient, unique_name: str) -> None:
     schema = TableSchema(
-        unique_name, PK2,
+        unique_name,
+        PK2,
         defined_columns=(DefinedColumn("amount", ColumnType.DOUBLE),),
-        options=TableOptions(time_to_live=-1, max_versions=3, max_time_deviation=7 * 86400, allow_update=True),
+        options=TableOptions(
+            time_to_live=-1, max_versions=3, max_time_deviation=7 * 86400, allow_update=True
+        ),
         reserved_throughput=ReservedThroughput(0, 0),
         stream=StreamSpec(enabled=True, expiration_hours=24),
     )
@@ -115,7 +118,9 @@ def test_table_lifecycle(table_client: TableClient, unique_name: str) -> None:
     assert described.stream.expiration_hours == 24
 
     updated = table_client.update_table(
-        unique_name, options=TableOptions(time_to_live=86400 * 2, max_versions=5), stream=StreamSpec(enabled=False)
+        unique_name,
+        options=TableOptions(time_to_live=86400 * 2, max_versions=5),
+        stream=StreamSpec(enabled=False),
     )
     assert updated.options.max_versions == 5 and updated.options.time_to_live == 86400 * 2
     assert not updated.stream.enabled
@@ -179,7 +184,9 @@ def test_multi_version_cells_and_time_ranges(table_client: TableClient, unique_n
     assert row.get("v") == "v3"
     one = table_client.get_row(table, pk, max_versions=None, time_range=TimeRange(specific=base + 2))
     assert one is not None and [c.value for c in one.columns] == ["v2"]
-    window = table_client.get_row(table, pk, max_versions=5, time_range=TimeRange(start=base + 1, end=base + 3))
+    window = table_client.get_row(
+        table, pk, max_versions=5, time_range=TimeRange(start=base + 1, end=base + 3)
+    )
     assert window is not None and [c.value for c in window.columns] == ["v2", "v1"]
     table_client.update_row(table, pk, [Column("v", None, base + 3, CellOp.DELETE_ONE_VERSION)])
     after = table_client.get_row(table, pk, max_versions=3)
@@ -209,7 +216,9 @@ def test_delete_row_and_row_existence_conditions(table_client: TableClient, uniq
     expect_absent = Condition(RowExistence.EXPECT_NOT_EXIST)
     with pytest.raises(ConditionFailedError) as info:
         table_client.put_row(table, pk, {"a": 1}, condition=expect_exist)
-    assert info.value.code == "OTSConditionCheckFail" and info.value.http_status == 403 and info.value.request_id
+    assert (
+        info.value.code == "OTSConditionCheckFail" and info.value.http_status == 403 and info.value.request_id
+    )
     table_client.put_row(table, pk, {"a": 1}, condition=expect_absent)
     with pytest.raises(ConditionFailedError):
         table_client.put_row(table, pk, {"a": 2}, condition=expect_absent)
@@ -251,16 +260,28 @@ def test_get_row_with_filter(table_client: TableClient, unique_name: str) -> Non
     table = _create(table_client, unique_name)
     pk = [("region", "eu"), ("id", 1)]
     table_client.put_row(table, pk, {"n": 5})
-    assert table_client.get_row(table, pk, column_filter=SingleColumnCondition("n", Comparator.LESS_THAN, 3)) is None
-    row = table_client.get_row(table, pk, column_filter=SingleColumnCondition("n", Comparator.GREATER_THAN, 3))
+    assert (
+        table_client.get_row(table, pk, column_filter=SingleColumnCondition("n", Comparator.LESS_THAN, 3))
+        is None
+    )
+    row = table_client.get_row(
+        table, pk, column_filter=SingleColumnCondition("n", Comparator.GREATER_THAN, 3)
+    )
     assert row is not None and row.get("n") == 5
 
 
 def test_auto_increment_primary_key(table_client: TableClient, unique_name: str) -> None:
-    pk = (PrimaryKeyColumn("part", PrimaryKeyType.STRING), PrimaryKeyColumn("seq", PrimaryKeyType.INTEGER, True))
+    pk = (
+        PrimaryKeyColumn("part", PrimaryKeyType.STRING),
+        PrimaryKeyColumn("seq", PrimaryKeyType.INTEGER, True),
+    )
     table = _create(table_client, unique_name, pk=pk)
-    first = table_client.put_row(table, [("part", "a"), ("seq", AUTO_INCREMENT)], {"v": 1}, return_primary_key=True)
-    second = table_client.put_row(table, [("part", "a"), ("seq", AUTO_INCREMENT)], {"v": 2}, return_primary_key=True)
+    first = table_client.put_row(
+        table, [("part", "a"), ("seq", AUTO_INCREMENT)], {"v": 1}, return_primary_key=True
+    )
+    second = table_client.put_row(
+        table, [("part", "a"), ("seq", AUTO_INCREMENT)], {"v": 2}, return_primary_key=True
+    )
     assert first is not None and second is not None
     first_seq, second_seq = first[1][1], second[1][1]
     assert first[0] == ("part", "a") and isinstance(first_seq, int) and isinstance(second_seq, int)
@@ -328,12 +349,16 @@ def test_write_rows_chunks_into_legal_batches(table_client: TableClient, unique_
         return original(path, request, response_cls, idempotent=idempotent)
 
     monkeypatch.setattr(table_client.transport, "call_detailed", counting)
-    writes = (RowWrite(table, WriteType.PUT, (("region", "r"), ("id", i)), (Column("v", i),)) for i in range(450))
+    writes = (
+        RowWrite(table, WriteType.PUT, (("region", "r"), ("id", i)), (Column("v", i),)) for i in range(450)
+    )
     assert table_client.write_rows(writes) == 450
     assert sizes == [200, 200, 50]
     sizes.clear()
     big = "x" * 30_000
-    writes2 = [RowWrite(table, WriteType.PUT, (("region", "big"), ("id", i)), (Column("v", big),)) for i in range(10)]
+    writes2 = [
+        RowWrite(table, WriteType.PUT, (("region", "big"), ("id", i)), (Column("v", big),)) for i in range(10)
+    ]
     assert table_client.write_rows(writes2, max_batch_bytes=100_000) == 10
     assert sizes == [3, 3, 3, 1]
     assert len(list(table_client.iter_range(table, [("region", INF_MIN), ("id", INF_MIN)],
@@ -371,8 +396,11 @@ def test_batch_write_row_limit_is_client_side(table_client: TableClient) -> None
 @pytest.fixture()
 def range_table(table_client: TableClient, unique_name: str) -> str:
     table = _create(table_client, unique_name)
-    writes = [RowWrite(table, WriteType.PUT, ((("region", region)), ("id", i)), (Column("v", f"{region}{i}"),))
-              for region in ("a", "b", "c") for i in range(10)]
+    writes = [
+        RowWrite(table, WriteType.PUT, ((("region", region)), ("id", i)), (Column("v", f"{region}{i}"),))
+        for region in ("a", "b", "c")
+        for i in range(10)
+    ]
     assert table_client.write_rows(writes) == 30
     return table
 
@@ -387,7 +415,9 @@ def test_get_range_forward_pages(table_client: TableClient, range_table: str) ->
     assert next_key is None
 
 
-def test_iter_range_follows_server_pages(table_client: TableClient, range_table: str, tablestore_emulator: Any) -> None:
+def test_iter_range_follows_server_pages(
+    table_client: TableClient, range_table: str, tablestore_emulator: Any
+) -> None:
     everything = [("region", INF_MIN), ("id", INF_MIN)], [("region", INF_MAX), ("id", INF_MAX)]
     rows, next_key = table_client.get_range(range_table, *everything)
     assert len(rows) == tablestore_emulator.range_page_rows and next_key is not None
@@ -401,7 +431,9 @@ def test_backward_range_pagination(table_client: TableClient, range_table: str) 
     rows, next_key = table_client.get_range(range_table, start, end, direction=Direction.BACKWARD, limit=3)
     assert [r.get("v") for r in rows] == ["c5", "c4", "c3"]
     assert next_key == (("region", "c"), ("id", 2))
-    values = [r.get("v") for r in table_client.iter_range(range_table, start, end, direction=Direction.BACKWARD)]
+    values = [
+        r.get("v") for r in table_client.iter_range(range_table, start, end, direction=Direction.BACKWARD)
+    ]
     assert values == ["c5", "c4", "c3", "c2", "c1", "c0"] + [f"b{i}" for i in range(9, -1, -1)] + ["a9", "a8"]
 
 
@@ -434,8 +466,9 @@ def test_response_signatures_of_the_emulator_verify(tablestore_emulator: Any, un
 
 @pytest.mark.parametrize("extra", [{"region": "cn-hangzhou"}, {"sts_token": "sts-token"},
                                    {"sts_token": "sts-token", "region": "cn-hangzhou"}])
-def test_v4_and_sts_signing_against_emulator(tablestore_emulator: Any, table_client: TableClient, unique_name: str,
-                                             extra: dict[str, Any]) -> None:
+def test_v4_and_sts_signing_against_emulator(
+    tablestore_emulator: Any, table_client: TableClient, unique_name: str, extra: dict[str, Any]
+) -> None:
     table_client.create_table(TableSchema(unique_name, (PrimaryKeyColumn("k", PrimaryKeyType.STRING),)))
     with TableClient(**tablestore_emulator.client_kwargs, **extra) as client:
         assert unique_name in client.list_tables()
@@ -476,7 +509,7 @@ def test_put_row_request_is_byte_identical_to_official_sdk_capture(scripted: Any
 
 # ---- conformance with the official SDK (its own venv) ---------------------------------------------
 
-_SDK_SCRIPT = r'''
+_SDK_SCRIPT = r"""
 import sys
 import logging
 logging.disable(logging.CRITICAL)
@@ -489,17 +522,20 @@ def cond_or():
     cc = CompositeColumnCondition(LogicalOperator.OR)
     cc.add_sub_condition(SingleColumnCondition("a", 1, ComparatorType.LESS_EQUAL))
     inner = CompositeColumnCondition(LogicalOperator.NOT)
-    inner.add_sub_condition(SingleColumnCondition("b", "z", ComparatorType.NOT_EQUAL, pass_if_missing=True, latest_version_only=False))
+    inner.add_sub_condition(SingleColumnCondition("b", "z", ComparatorType.NOT_EQUAL, pass_if_missing=True,
+                                                  latest_version_only=False))
     cc.add_sub_condition(inner)
     return cc
 def bw():
     r = BatchWriteRowRequest()
     r.add(TableInBatchWriteRowItem("t", [
         PutRowItem(Row(PK, [("a", 1)]), Condition(RowExistenceExpectation.IGNORE)),
-        UpdateRowItem(Row([("pk", 2), ("s", "b")], {"put": [("a", 2)], "delete_all": ["z"]}), Condition(RowExistenceExpectation.IGNORE)),
+        UpdateRowItem(Row([("pk", 2), ("s", "b")], {"put": [("a", 2)], "delete_all": ["z"]}),
+                      Condition(RowExistenceExpectation.IGNORE)),
         DeleteRowItem(Row([("pk", 3), ("s", "c")]), Condition(RowExistenceExpectation.EXPECT_EXIST)),
     ]))
-    r.add(TableInBatchWriteRowItem("u", [PutRowItem(Row([("k", "x")], [("v", "y")]), Condition(RowExistenceExpectation.IGNORE))]))
+    r.add(TableInBatchWriteRowItem("u", [PutRowItem(Row([("k", "x")], [("v", "y")]),
+                                                    Condition(RowExistenceExpectation.IGNORE))]))
     return c.batch_write_row(r)
 def bg():
     r = BatchGetRowRequest()
@@ -509,18 +545,29 @@ ops = [
     lambda: c.list_table(),
     lambda: c.describe_table("t"),
     lambda: c.delete_table("t"),
-    lambda: c.create_table(TableMeta("t", [("pk", "INTEGER"), ("s", "STRING"), ("b", "BINARY")], defined_columns=[("d", "DOUBLE")]),
-                           TableOptions(time_to_live=-1, max_version=2, max_time_deviation=86400, allow_update=True),
+    lambda: c.create_table(TableMeta("t", [("pk", "INTEGER"), ("s", "STRING"), ("b", "BINARY")],
+                                     defined_columns=[("d", "DOUBLE")]),
+                           TableOptions(time_to_live=-1, max_version=2, max_time_deviation=86400,
+                                        allow_update=True),
                            ReservedThroughput(CapacityUnit(0, 0))),
     lambda: c.get_row("t", PK, columns_to_get=["c1", "c2"], max_version=2),
-    lambda: c.get_row("t", PK, column_filter=SingleColumnCondition("c1", 5, ComparatorType.GREATER_THAN, pass_if_missing=False), max_version=1, time_range=(1000, 2000)),
+    lambda: c.get_row("t", PK, column_filter=SingleColumnCondition("c1", 5, ComparatorType.GREATER_THAN,
+                                                                   pass_if_missing=False),
+                      max_version=1, time_range=(1000, 2000)),
     lambda: c.get_row("t", PK, max_version=None, time_range=1500),
-    lambda: c.get_range("t", Direction.BACKWARD, [("pk", INF_MAX), ("s", INF_MAX)], [("pk", INF_MIN), ("s", INF_MIN)], limit=10, max_version=1),
-    lambda: c.get_range("t", Direction.FORWARD, [("pk", 1), ("s", INF_MIN)], [("pk", 5), ("s", INF_MAX)], columns_to_get=["x"], max_version=3),
-    lambda: c.update_row("t", Row(PK, {"put": [("a", "x"), ("b", 5, 1700000000000)], "delete": [("c", None, 1700000000001)], "delete_all": ["d"], "increment": [("n", 3)]}),
-                         Condition(RowExistenceExpectation.EXPECT_EXIST, SingleColumnCondition("a", "x", ComparatorType.EQUAL, pass_if_missing=False))),
+    lambda: c.get_range("t", Direction.BACKWARD, [("pk", INF_MAX), ("s", INF_MAX)],
+                        [("pk", INF_MIN), ("s", INF_MIN)], limit=10, max_version=1),
+    lambda: c.get_range("t", Direction.FORWARD, [("pk", 1), ("s", INF_MIN)], [("pk", 5), ("s", INF_MAX)],
+                        columns_to_get=["x"], max_version=3),
+    lambda: c.update_row("t", Row(PK, {"put": [("a", "x"), ("b", 5, 1700000000000)],
+                                       "delete": [("c", None, 1700000000001)], "delete_all": ["d"],
+                                       "increment": [("n", 3)]}),
+                         Condition(RowExistenceExpectation.EXPECT_EXIST,
+                                   SingleColumnCondition("a", "x", ComparatorType.EQUAL,
+                                                         pass_if_missing=False))),
     lambda: c.delete_row("t", Row(PK), Condition(RowExistenceExpectation.IGNORE)),
-    lambda: c.put_row("t", Row([("pk", 2), ("s", "q"), ("b", bytearray(b"\x01\x02"))], [("f", 2.5), ("bo", False), ("i", -7)]),
+    lambda: c.put_row("t", Row([("pk", 2), ("s", "q"), ("b", bytearray(b"\x01\x02"))],
+                               [("f", 2.5), ("bo", False), ("i", -7)]),
                       Condition(RowExistenceExpectation.EXPECT_NOT_EXIST, cond_or())),
     bw,
     bg,
@@ -531,7 +578,7 @@ for op in ops:
     except Exception as exc:  # the scripted server answers every request with an error
         pass
 print("done", len(ops))
-'''
+"""
 
 
 def _oracle_python() -> Path:
@@ -551,7 +598,9 @@ def test_request_bodies_byte_identical_to_official_sdk(scripted: Any, tmp_path: 
     script.write_text(_SDK_SCRIPT)
     error = table_pb2.Error(code="OTSParameterInvalid", message="scripted").SerializeToString()
     scripted.script(scripted.Reply(400, error))
-    run = subprocess.run([str(python), str(script), scripted.endpoint], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [str(python), str(script), scripted.endpoint], capture_output=True, text=True, timeout=120
+    )
     assert "done 14" in run.stdout, run.stderr[-2000:]
     sdk = [(seen.path, seen.body) for seen in scripted.requests]
     scripted.script(scripted.Reply(400, error))
@@ -561,23 +610,92 @@ def test_request_bodies_byte_identical_to_official_sdk(scripted: Any, tmp_path: 
         lambda: c.list_tables(),
         lambda: c.describe_table("t"),
         lambda: c.delete_table("t"),
-        lambda: c.create_table(TableSchema("t", (PrimaryKeyColumn("pk", PrimaryKeyType.INTEGER), PrimaryKeyColumn("s", PrimaryKeyType.STRING), PrimaryKeyColumn("b", PrimaryKeyType.BINARY)), defined_columns=(DefinedColumn("d", ColumnType.DOUBLE),), options=TableOptions(max_versions=2))),
+        lambda: c.create_table(
+            TableSchema(
+                "t",
+                (
+                    PrimaryKeyColumn("pk", PrimaryKeyType.INTEGER),
+                    PrimaryKeyColumn("s", PrimaryKeyType.STRING),
+                    PrimaryKeyColumn("b", PrimaryKeyType.BINARY),
+                ),
+                defined_columns=(DefinedColumn("d", ColumnType.DOUBLE),),
+                options=TableOptions(max_versions=2),
+            )
+        ),
         lambda: c.get_row("t", PK, columns=["c1", "c2"], max_versions=2),
-        lambda: c.get_row("t", PK, column_filter=SingleColumnCondition("c1", Comparator.GREATER_THAN, 5, pass_if_missing=False), time_range=TimeRange(1000, 2000)),
+        lambda: c.get_row(
+            "t",
+            PK,
+            column_filter=SingleColumnCondition("c1", Comparator.GREATER_THAN, 5, pass_if_missing=False),
+            time_range=TimeRange(1000, 2000),
+        ),
         lambda: c.get_row("t", PK, max_versions=None, time_range=TimeRange(specific=1500)),
-        lambda: c.get_range("t", [("pk", INF_MAX), ("s", INF_MAX)], [("pk", INF_MIN), ("s", INF_MIN)], direction=Direction.BACKWARD, limit=10),
-        lambda: c.get_range("t", [("pk", 1), ("s", INF_MIN)], [("pk", 5), ("s", INF_MAX)], columns=["x"], max_versions=3),
-        lambda: c.update_row("t", PK, [Column("a", "x"), Column("b", 5, 1700000000000), Column("c", None, 1700000000001, CellOp.DELETE_ONE_VERSION), Column("d", op=CellOp.DELETE_ALL_VERSIONS), Column("n", 3, op=CellOp.INCREMENT)],
-                         condition=Condition(RowExistence.EXPECT_EXIST, SingleColumnCondition("a", Comparator.EQUAL, "x", pass_if_missing=False))),
+        lambda: c.get_range(
+            "t",
+            [("pk", INF_MAX), ("s", INF_MAX)],
+            [("pk", INF_MIN), ("s", INF_MIN)],
+            direction=Direction.BACKWARD,
+            limit=10,
+        ),
+        lambda: c.get_range(
+            "t", [("pk", 1), ("s", INF_MIN)], [("pk", 5), ("s", INF_MAX)], columns=["x"], max_versions=3
+        ),
+        lambda: c.update_row(
+            "t",
+            PK,
+            [
+                Column("a", "x"),
+                Column("b", 5, 1700000000000),
+                Column("c", None, 1700000000001, CellOp.DELETE_ONE_VERSION),
+                Column("d", op=CellOp.DELETE_ALL_VERSIONS),
+                Column("n", 3, op=CellOp.INCREMENT),
+            ],
+            condition=Condition(
+                RowExistence.EXPECT_EXIST,
+                SingleColumnCondition("a", Comparator.EQUAL, "x", pass_if_missing=False),
+            ),
+        ),
         lambda: c.delete_row("t", PK),
-        lambda: c.put_row("t", [("pk", 2), ("s", "q"), ("b", b"\x01\x02")], [("f", 2.5), ("bo", False), ("i", -7)],
-                      condition=Condition(RowExistence.EXPECT_NOT_EXIST, CompositeColumnCondition(LogicalOperator.OR, (SingleColumnCondition("a", Comparator.LESS_EQUAL, 1), CompositeColumnCondition(LogicalOperator.NOT, (SingleColumnCondition("b", Comparator.NOT_EQUAL, "z", latest_version_only=False),)))))),
-        lambda: c.batch_write_row([
-        RowWrite("t", WriteType.PUT, tuple(PK), (Column("a", 1),)),
-        RowWrite("t", WriteType.UPDATE, (("pk", 2), ("s", "b")), (Column("a", 2), Column("z", op=CellOp.DELETE_ALL_VERSIONS))),
-        RowWrite("t", WriteType.DELETE, (("pk", 3), ("s", "c")), condition=Condition(RowExistence.EXPECT_EXIST)),
-        RowWrite("u", WriteType.PUT, (("k", "x"),), (Column("v", "y"),)),
-    ]),
+        lambda: c.put_row(
+            "t",
+            [("pk", 2), ("s", "q"), ("b", b"\x01\x02")],
+            [("f", 2.5), ("bo", False), ("i", -7)],
+            condition=Condition(
+                RowExistence.EXPECT_NOT_EXIST,
+                CompositeColumnCondition(
+                    LogicalOperator.OR,
+                    (
+                        SingleColumnCondition("a", Comparator.LESS_EQUAL, 1),
+                        CompositeColumnCondition(
+                            LogicalOperator.NOT,
+                            (
+                                SingleColumnCondition(
+                                    "b", Comparator.NOT_EQUAL, "z", latest_version_only=False
+                                ),
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+        ),
+        lambda: c.batch_write_row(
+            [
+                RowWrite("t", WriteType.PUT, tuple(PK), (Column("a", 1),)),
+                RowWrite(
+                    "t",
+                    WriteType.UPDATE,
+                    (("pk", 2), ("s", "b")),
+                    (Column("a", 2), Column("z", op=CellOp.DELETE_ALL_VERSIONS)),
+                ),
+                RowWrite(
+                    "t",
+                    WriteType.DELETE,
+                    (("pk", 3), ("s", "c")),
+                    condition=Condition(RowExistence.EXPECT_EXIST),
+                ),
+                RowWrite("u", WriteType.PUT, (("k", "x"),), (Column("v", "y"),)),
+            ]
+        ),
         lambda: c.batch_get_row("t", [PK, [("pk", 2), ("s", "b")]], columns=["a"]),
     ]
     for op in ops:

@@ -65,7 +65,9 @@ def _assert_service_error(error: TablestoreError, code: str, status: int) -> Non
 # ---- authentication -------------------------------------------------------------------------------
 
 
-def test_wrong_secret_is_auth_failed_and_never_leaks(tablestore_emulator: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_wrong_secret_is_auth_failed_and_never_leaks(
+    tablestore_emulator: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     secret = "Wrong-Secret-Do-Not-Print-9f8e7d"
     token = "Sts-Token-Do-Not-Print-1a2b3c"
     kwargs = dict(tablestore_emulator.client_kwargs, access_key_secret=secret)
@@ -99,7 +101,11 @@ def test_errors_are_picklable(table_client: TableClient) -> None:
         table_client.describe_table("does_not_exist_at_all")
     clone = pickle.loads(pickle.dumps(info.value))
     assert type(clone) is NotFoundError
-    assert (clone.code, clone.http_status, clone.request_id) == ("OTSObjectNotExist", 404, info.value.request_id)
+    assert (clone.code, clone.http_status, clone.request_id) == (
+        "OTSObjectNotExist",
+        404,
+        info.value.request_id,
+    )
 
 
 # ---- names, schema and limits ---------------------------------------------------------------------
@@ -112,7 +118,9 @@ def test_missing_table_everywhere(table_client: TableClient) -> None:
         lambda: table_client.delete_table(missing),
         lambda: table_client.get_row(missing, [("k", "a"), ("n", 1)]),
         lambda: table_client.put_row(missing, [("k", "a"), ("n", 1)], {"v": 1}),
-        lambda: table_client.get_range(missing, [("k", INF_MIN), ("n", INF_MIN)], [("k", INF_MAX), ("n", INF_MAX)]),
+        lambda: table_client.get_range(
+            missing, [("k", INF_MIN), ("n", INF_MIN)], [("k", INF_MAX), ("n", INF_MAX)]
+        ),
     ]
     for call in calls:
         with pytest.raises(NotFoundError) as info:
@@ -152,7 +160,9 @@ def test_invalid_column_name(table_client: TableClient, table: str) -> None:
     [("k", "a"), ("n", "not-int")],   # wrong type
     [("k", "a"), ("other", 1)],       # wrong name
 ])
-def test_primary_key_schema_mismatch(table_client: TableClient, table: str, pk: list[tuple[str, Any]]) -> None:
+def test_primary_key_schema_mismatch(
+    table_client: TableClient, table: str, pk: list[tuple[str, Any]]
+) -> None:
     with pytest.raises(InvalidParameterError) as info:
         table_client.put_row(table, pk, {"v": 1})
     _assert_service_error(info.value, "OTSInvalidPK", 400)
@@ -181,13 +191,15 @@ def test_too_many_rows_rejected_client_side_and_by_server(table_client: TableCli
     request = table_pb2.BatchWriteRowRequest()
     item = request.tables.add(table_name=table)
     from airflow_tablestore.client.model import Row
-    from airflow_tablestore.client.plainbuffer import encode_row
+    from airflow_tablestore.client.plainbuffer.encode import encode_row
 
     for i in range(201):
         item.rows.add(type=1, row_change=encode_row(Row((("k", "a"), ("n", i)), (Column("v", i),))),
                       condition=table_pb2.Condition(row_existence=0))
     with pytest.raises(InvalidParameterError) as info:
-        table_client.transport.call("/BatchWriteRow", request, table_pb2.BatchWriteRowResponse, idempotent=False)
+        table_client.transport.call(
+            "/BatchWriteRow", request, table_pb2.BatchWriteRowResponse, idempotent=False
+        )
     _assert_service_error(info.value, "OTSParameterInvalid", 400)
 
 
@@ -241,12 +253,18 @@ def test_throttled_write_is_retried(table_client: TableClient, table: str, contr
     assert control.state()["faults"] == []
 
 
-def test_server_error_retried_for_reads_not_writes(table_client: TableClient, table: str, control: Any) -> None:
-    control.add_fault("/PutRow", "OTSInternalServerError", status=500, message="Internal server error.", count=1)
+def test_server_error_retried_for_reads_not_writes(
+    table_client: TableClient, table: str, control: Any
+) -> None:
+    control.add_fault(
+        "/PutRow", "OTSInternalServerError", status=500, message="Internal server error.", count=1
+    )
     with pytest.raises(ServerError) as info:
         table_client.put_row(table, [("k", "a"), ("n", 1)], {"v": 1})
     _assert_service_error(info.value, "OTSInternalServerError", 500)
-    control.add_fault("/GetRow", "OTSInternalServerError", status=500, message="Internal server error.", count=2)
+    control.add_fault(
+        "/GetRow", "OTSInternalServerError", status=500, message="Internal server error.", count=2
+    )
     assert table_client.get_row(table, [("k", "a"), ("n", 1)]) is None
     assert control.state()["faults"] == []
 
@@ -254,7 +272,10 @@ def test_server_error_retried_for_reads_not_writes(table_client: TableClient, ta
 def test_throttling_exhausts_attempts(tablestore_emulator: Any, table: str, control: Any) -> None:
     control.add_fault("/GetRow", "OTSServerBusy", status=503, count=10)
     policy = RetryPolicy(max_attempts=3, base_delay_s=0.0, throttle_base_delay_s=0.0)
-    with TableClient(**tablestore_emulator.client_kwargs, retry=policy) as client, pytest.raises(TablestoreError) as info:
+    with (
+        TableClient(**tablestore_emulator.client_kwargs, retry=policy) as client,
+        pytest.raises(TablestoreError) as info,
+    ):
         client.get_row(table, [("k", "a"), ("n", 1)])
     assert info.value.code == "OTSServerBusy"
     assert control.state()["faults"][0]["count"] == 7
@@ -274,8 +295,11 @@ def test_write_rows_retries_only_failed_retryable_rows(scripted: Any) -> None:
                 row.error.message = "Server is busy."
         return bytes(response.SerializeToString())
 
-    scripted.script(scripted.Reply(200, answer(True, False, True, False)), scripted.Reply(200, answer(True, False)),
-                    scripted.Reply(200, answer(False)))
+    scripted.script(
+        scripted.Reply(200, answer(True, False, True, False)),
+        scripted.Reply(200, answer(True, False)),
+        scripted.Reply(200, answer(False)),
+    )
     writes = [RowWrite("t", WriteType.PUT, (("id", i),), (Column("v", i),)) for i in range(4)]
     policy = RetryPolicy(base_delay_s=0.0, throttle_base_delay_s=0.0)
     with TableClient(scripted.endpoint, "id", "secret", "inst", retry=policy) as client, \
@@ -300,12 +324,16 @@ def test_batch_write_error_pickles_with_its_counts() -> None:
 def test_write_rows_resends_repeatable_batches_after_server_errors(table_client: TableClient, table: str,
                                                                    control: Any) -> None:
     plain = [RowWrite(table, WriteType.PUT, (("k", "p"), ("n", i)), (Column("v", i),)) for i in range(5)]
-    control.add_fault("/BatchWriteRow", "OTSInternalServerError", status=500, message="Internal server error.")
+    control.add_fault(
+        "/BatchWriteRow", "OTSInternalServerError", status=500, message="Internal server error."
+    )
     assert table_client.write_rows(plain) == 5
     assert control.state()["faults"] == []
     guarded = [RowWrite(table, WriteType.PUT, (("k", "g"), ("n", i)), (Column("v", i),),
                         Condition(RowExistence.EXPECT_NOT_EXIST)) for i in range(5)]
-    control.add_fault("/BatchWriteRow", "OTSInternalServerError", status=500, message="Internal server error.")
+    control.add_fault(
+        "/BatchWriteRow", "OTSInternalServerError", status=500, message="Internal server error."
+    )
     with pytest.raises(BatchWriteError) as info:
         table_client.write_rows(guarded)  # conditional writes are not repeatable: reported, not re-sent
     assert len(info.value.failures) == 5 and info.value.written == 0

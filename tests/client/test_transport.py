@@ -55,7 +55,9 @@ def test_request_envelope_is_signed_and_complete(scripted: Any) -> None:
     assert headers["x-ots-instancename"] == "inst"
     assert headers["x-ots-contentmd5"] == auth.EMPTY_BODY_MD5
     assert headers["x-ots-ststoken"] == TOKEN
-    assert len(headers["x-ots-date"]) == len("2024-01-02T03:04:05.678Z") and headers["x-ots-date"].endswith("Z")
+    assert len(headers["x-ots-date"]) == len("2024-01-02T03:04:05.678Z") and headers["x-ots-date"].endswith(
+        "Z"
+    )
     assert headers["x-ots-signature"] == auth.sign_v2(SECRET, "/ListTable", headers)
 
 
@@ -93,7 +95,9 @@ def test_service_error_maps_code_status_and_request_id(scripted: Any) -> None:
 
 
 def test_tunnel_error_body_with_tunnel_id_is_parsed(scripted: Any) -> None:
-    body = tunnel_pb2.Error(code="OTSParameterInvalid", message="tunnel not exist", tunnel_id="t9").SerializeToString()
+    body = tunnel_pb2.Error(
+        code="OTSParameterInvalid", message="tunnel not exist", tunnel_id="t9"
+    ).SerializeToString()
     scripted.script(scripted.Reply(400, body))
     with _transport(scripted.endpoint) as transport, pytest.raises(InvalidParameterError) as info:
         transport.call("/tunnel/describe", None, tunnel_pb2.DescribeTunnelResponse, idempotent=True)
@@ -147,7 +151,9 @@ def test_missing_md5_is_accepted(scripted: Any) -> None:
     body = table_pb2.ListTableResponse(table_names=["a"]).SerializeToString()
     scripted.script(scripted.Reply(200, body, md5=""))
     with _transport(scripted.endpoint) as transport:
-        assert list(transport.call("/ListTable", None, table_pb2.ListTableResponse, idempotent=True).table_names) == ["a"]
+        assert list(
+            transport.call("/ListTable", None, table_pb2.ListTableResponse, idempotent=True).table_names
+        ) == ["a"]
 
 
 def test_undecodable_success_body(scripted: Any) -> None:
@@ -167,7 +173,9 @@ def test_response_signature_verification(scripted: Any) -> None:
                     scripted.Reply(200, body, headers={**extra, "Authorization": "OTS my-ak-id:forged="}),
                     scripted.Reply(200, body, headers=extra))
     with _transport(scripted.endpoint, verify_response_signature=True) as transport:
-        assert list(transport.call("/ListTable", None, table_pb2.ListTableResponse, idempotent=True).table_names) == ["a"]
+        assert list(
+            transport.call("/ListTable", None, table_pb2.ListTableResponse, idempotent=True).table_names
+        ) == ["a"]
         with pytest.raises(TablestoreClientError, match="invalid signature"):
             transport.call("/ListTable", None, table_pb2.ListTableResponse, idempotent=True)
         with pytest.raises(TablestoreClientError, match="no Authorization"):
@@ -217,7 +225,10 @@ def test_endpoint_is_validated_up_front(endpoint: str) -> None:
 
 
 def test_parse_endpoint_splits_prefix() -> None:
-    assert parse_endpoint("https://inst.cn-hangzhou.ots.aliyuncs.com") == ("https://inst.cn-hangzhou.ots.aliyuncs.com", "")
+    assert parse_endpoint("https://inst.cn-hangzhou.ots.aliyuncs.com") == (
+        "https://inst.cn-hangzhou.ots.aliyuncs.com",
+        "",
+    )
     assert parse_endpoint("http://127.0.0.1:8080/p/q/") == ("http://127.0.0.1:8080", "/p/q")
 
 

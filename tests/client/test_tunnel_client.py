@@ -31,8 +31,8 @@ from airflow_tablestore.client.model import (
     TunnelStage,
     TunnelType,
 )
-from airflow_tablestore.client.tunnel import Channel, TunnelClient
-from airflow_tablestore.client.tunnel_reads import FINISHED, is_stream_token
+from airflow_tablestore.client.tunnel.client import Channel, TunnelClient
+from airflow_tablestore.client.tunnel.reads import FINISHED, is_stream_token
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _ots_tunnel_pb2
 
@@ -59,7 +59,9 @@ def _table(tablestore_client: Any, rows: int = 0) -> str:
     return name
 
 
-def test_create_describe_list_get_id_delete(tablestore_tunnel_client: TunnelClient, tablestore_client: Any) -> None:
+def test_create_describe_list_get_id_delete(
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any
+) -> None:
     table = _table(tablestore_client, rows=25)
     tunnel_id = tablestore_tunnel_client.create_tunnel(table, "t1", TunnelType.BASE_AND_STREAM)
     assert tunnel_id
@@ -92,19 +94,27 @@ def test_create_describe_list_get_id_delete(tablestore_tunnel_client: TunnelClie
     assert gone.value.code == "OTSParameterInvalid" and gone.value.http_status == 400
 
 
-def test_stream_tunnel_config_round_trips(tablestore_tunnel_client: TunnelClient, tablestore_client: Any) -> None:
+def test_stream_tunnel_config_round_trips(
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any
+) -> None:
     table = _table(tablestore_client)
     start = datetime.now(UTC) - timedelta(minutes=5)
     end = start + timedelta(hours=1)
-    tablestore_tunnel_client.create_tunnel(table, "backfill", TunnelType.STREAM, stream_start=start, stream_end=to_ns(end))
+    tablestore_tunnel_client.create_tunnel(
+        table, "backfill", TunnelType.STREAM, stream_start=start, stream_end=to_ns(end)
+    )
     info = tablestore_tunnel_client.describe_tunnel(table, "backfill").tunnel
     assert info.stream_start_ns == to_ns(start)
     assert info.stream_end_ns == to_ns(end)
     with pytest.raises(TablestoreClientError):
-        tablestore_tunnel_client.create_tunnel(table, "bad", TunnelType.STREAM, stream_start=end, stream_end=start)
+        tablestore_tunnel_client.create_tunnel(
+            table, "bad", TunnelType.STREAM, stream_start=end, stream_end=start
+        )
 
 
-def test_consume_a_base_tunnel_by_hand(tablestore_tunnel_client: TunnelClient, tablestore_client: Any) -> None:
+def test_consume_a_base_tunnel_by_hand(
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any
+) -> None:
     table = _table(tablestore_client, rows=25)
     tunnel_id = tablestore_tunnel_client.create_tunnel(table, "base", TunnelType.BASE_DATA)
     client_id = tablestore_tunnel_client.connect(tunnel_id, timeout_s=30, client_tag="unit")
@@ -147,7 +157,9 @@ def test_consume_a_base_tunnel_by_hand(tablestore_tunnel_client: TunnelClient, t
     assert gone.value.http_status == 410
 
 
-def test_checkpoint_sequence_mismatch_and_stream_reads(tablestore_tunnel_client: TunnelClient, tablestore_client: Any) -> None:
+def test_checkpoint_sequence_mismatch_and_stream_reads(
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any
+) -> None:
     table = _table(tablestore_client)
     tunnel_id = tablestore_tunnel_client.create_tunnel(table, "s", TunnelType.STREAM)
     for i in range(6):
@@ -171,7 +183,10 @@ def test_checkpoint_sequence_mismatch_and_stream_reads(tablestore_tunnel_client:
         with pytest.raises(SequenceNumberMismatchError) as stale:
             tablestore_tunnel_client.checkpoint(tunnel_id, client_id, ch.channel_id, token, seq + 1)
         assert stale.value.code == "OTSSequenceNumberNotMatch"
-        assert tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, ch.channel_id) == (token, seq + 1)
+        assert tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, ch.channel_id) == (
+            token,
+            seq + 1,
+        )
     actions = sorted(r.action for r in records)
     assert actions.count(ActionType.PUT_ROW) == 6
     assert ActionType.UPDATE_ROW in actions and ActionType.DELETE_ROW in actions
@@ -194,7 +209,9 @@ def test_schedule_suspends_a_channel(tablestore_tunnel_client: TunnelClient, tab
     assert again[target.channel_id].version > target.version
 
 
-def test_errors_for_unknown_tunnel_and_client(tablestore_tunnel_client: TunnelClient, tablestore_client: Any) -> None:
+def test_errors_for_unknown_tunnel_and_client(
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any
+) -> None:
     with pytest.raises(TunnelNotFoundError):
         tablestore_tunnel_client.connect("no-such-tunnel")
     table = _table(tablestore_client)
@@ -224,13 +241,16 @@ def test_helpers_and_constructor_validation() -> None:
 
 def test_decode_records_maps_actions_sequence_and_origin_columns() -> None:
     from airflow_tablestore.client.model import Row, SequenceInfo
-    from airflow_tablestore.client.plainbuffer import encode_row
+    from airflow_tablestore.client.plainbuffer.encode import encode_row
     from airflow_tablestore.client.records import decode_record_message, decode_records
 
     pk = (("id", 7),)
     seq = SequenceInfo(0, 1_700_000_000_000_123, 2)
-    update = Row(pk, (Column("a", "x", 1_700_000_000_000), Column("b", None, None, CellOp.DELETE_ALL_VERSIONS)),
-                 sequence=seq)
+    update = Row(
+        pk,
+        (Column("a", "x", 1_700_000_000_000), Column("b", None, None, CellOp.DELETE_ALL_VERSIONS)),
+        sequence=seq,
+    )
     origin = Row(pk, (Column("a", "old", 1_600_000_000_000),))
     msgs = [
         ots_tunnel_pb2.Record(action_type=ots_tunnel_pb2.UPDATE_ROW, record=encode_row(update),
@@ -258,17 +278,30 @@ def test_idempotent_calls_are_retried_and_state_changes_are_not(
     tunnel_id = tablestore_tunnel_client.create_tunnel(table, "retry", TunnelType.BASE_DATA)
     client_id = tablestore_tunnel_client.connect(tunnel_id, timeout_s=30)
     (channel,) = tablestore_tunnel_client.heartbeat(tunnel_id, client_id, [])
-    tablestore_emulator.control.add_fault("/tunnel/readrecords", "OTSTunnelServerUnavailable", status=503, count=2)
+    tablestore_emulator.control.add_fault(
+        "/tunnel/readrecords", "OTSTunnelServerUnavailable", status=503, count=2
+    )
     tablestore_emulator.control.add_fault("/tunnel/describe", "OTSInternalServerError", status=500, count=1)
     token, seq = tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, channel.channel_id)
-    result = tablestore_tunnel_client.read_records(tunnel_id, client_id, channel.channel_id, token)  # two 503s, then success
+    result = tablestore_tunnel_client.read_records(
+        tunnel_id, client_id, channel.channel_id, token
+    )  # two 503s, then success
     assert len(result.records) == 3
     assert tablestore_tunnel_client.describe_tunnel(table, "retry").tunnel.tunnel_id == tunnel_id
-    assert tablestore_emulator.control.state()["faults"] == []  # every injected failure was hit, and retried through
+    assert (
+        tablestore_emulator.control.state()["faults"] == []
+    )  # every injected failure was hit, and retried through
     # A state change is not retried on a server error: the first attempt may have been applied.
     tablestore_emulator.control.add_fault("/tunnel/checkpoint", "OTSInternalServerError", status=500, count=1)
     with pytest.raises(ServerError) as exc:
-        tablestore_tunnel_client.checkpoint(tunnel_id, client_id, channel.channel_id, result.next_token, seq + 1)
+        tablestore_tunnel_client.checkpoint(
+            tunnel_id, client_id, channel.channel_id, result.next_token, seq + 1
+        )
     assert exc.value.code == "OTSInternalServerError" and exc.value.http_status == 500
-    tablestore_tunnel_client.checkpoint(tunnel_id, client_id, channel.channel_id, result.next_token, seq + 1)  # fault consumed
-    assert tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, channel.channel_id) == (result.next_token, seq + 1)
+    tablestore_tunnel_client.checkpoint(
+        tunnel_id, client_id, channel.channel_id, result.next_token, seq + 1
+    )  # fault consumed
+    assert tablestore_tunnel_client.get_checkpoint(tunnel_id, client_id, channel.channel_id) == (
+        result.next_token,
+        seq + 1,
+    )

@@ -1,5 +1,5 @@
-"""Table-driven tests of the tunnel-session core that TunnelWorker and the Spark driver share: the version rule,
-what a client reports for each channel status, and the checkpoint rule (pure functions: no server; the
+"""Table-driven tests of the tunnel-session core that TunnelWorker and the Spark driver share: the version
+rule, what a client reports for each channel status, and the checkpoint rule (pure functions: no server; the
 checkpoint cases run against the emulator)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from airflow_tablestore.client.model import ChannelStatus
-from airflow_tablestore.client.tunnel import Channel, TunnelClient
-from airflow_tablestore.client.tunnel_session import (
+from airflow_tablestore.client.tunnel.client import Channel, TunnelClient
+from airflow_tablestore.client.tunnel.session import (
     CheckpointOutcome,
     merge_channels,
     report_for,
@@ -64,7 +64,9 @@ REPORTS = [
 
 
 @pytest.mark.parametrize(("status", "finished", "release", "expected"), REPORTS)
-def test_report_for(status: ChannelStatus, finished: bool, release: bool, expected: ChannelStatus | None) -> None:
+def test_report_for(
+    status: ChannelStatus, finished: bool, release: bool, expected: ChannelStatus | None
+) -> None:
     report = report_for(Channel("c", 3, status), finished=finished, release=release)
     if expected is None:
         assert report is None
@@ -74,7 +76,8 @@ def test_report_for(status: ChannelStatus, finished: bool, release: bool, expect
 
 def test_a_pending_report_survives_the_next_answer_and_is_then_superseded() -> None:
     """We report CLOSE at version 4; the server still answers version 3 (it has not applied it): ours stays.
-    Then the server re-opens the channel for us at version 5: its copy wins, and there is nothing to report."""
+    Then the server re-opens the channel for us at version 5: its copy wins, and there is nothing to
+    report."""
     reported = report_for(Channel("c", 3, CLOSING), finished=False, release=True)
     assert reported == Channel("c", 4, CLOSE)
     merged = merge_channels({"c": reported}, [Channel("c", 3, CLOSING)])
@@ -117,7 +120,9 @@ def test_checkpoint_that_already_landed_is_stored(held_channel: Any) -> None:
 
 def test_checkpoint_moved_by_someone_else(held_channel: Any) -> None:
     client, tunnel_id, client_id, channel, token, seq, next_token = held_channel
-    client.checkpoint(tunnel_id, client_id, channel, token, seq + 3)  # another writer, same token, newer number
+    client.checkpoint(
+        tunnel_id, client_id, channel, token, seq + 3
+    )  # another writer, same token, newer number
     result = store_checkpoint(client, tunnel_id, client_id, channel, next_token, seq + 1)
     assert result.outcome is CheckpointOutcome.MOVED
     assert (result.stored_token, result.stored_sequence) == (token, seq + 3)

@@ -482,7 +482,9 @@ def codec_matches_sdk() -> None:
     package.__path__ = [os.path.join(os.path.dirname(airflow_tablestore.__file__), "client")]
     sys.modules.setdefault("airflow_tablestore.client", package)
     from airflow_tablestore.client import model as m
-    from airflow_tablestore.client import plainbuffer as pb
+    from airflow_tablestore.client.plainbuffer.decode import decode_row
+    from airflow_tablestore.client.plainbuffer.encode import encode_primary_key, encode_row
+    from airflow_tablestore.client.plainbuffer.sqlvariant import encode_sql_variant
 
     def ours(value: Any) -> Any:
         if value is INF_MIN:
@@ -520,14 +522,14 @@ def codec_matches_sdk() -> None:
         row = m.Row(
             our_pk(pk), tuple(m.Column(c[0], ours(c[1]), c[2] if len(c) > 2 else None) for c in cols)  # type: ignore[arg-type]
         )
-        assert pb.encode_row(row) == sdk_put, (pk, cols)
-        assert pb.decode_row(sdk_put) == row
+        assert encode_row(row) == sdk_put, (pk, cols)
+        assert decode_row(sdk_put) == row
         sdk_delete = bytes(B.serialize_for_delete_row(pk))
-        assert pb.encode_row(m.Row(our_pk(pk), (), True)) == sdk_delete
-        assert bytes(B.serialize_primary_key(pk)) == pb.encode_primary_key(our_pk(pk))
+        assert encode_row(m.Row(our_pk(pk), (), True)) == sdk_delete
+        assert bytes(B.serialize_primary_key(pk)) == encode_primary_key(our_pk(pk))
         checked += 3
     bounds = [("a", INF_MIN), ("b", INF_MAX), ("c", 5)]
-    assert bytes(B.serialize_primary_key(bounds)) == pb.encode_primary_key(our_pk(bounds))
+    assert bytes(B.serialize_primary_key(bounds)) == encode_primary_key(our_pk(bounds))
     update = {
         "put": [("p", 1), ("q", "x", NOW_MS)],
         "delete": [("d", None, NOW_MS)],
@@ -536,7 +538,7 @@ def codec_matches_sdk() -> None:
     }
     sdk_update = bytes(B.serialize_for_update_row([("pk", 1)], update))
     ops = m.CellOp
-    decoded = pb.decode_row(sdk_update)
+    decoded = decode_row(sdk_update)
     assert decoded is not None
     assert set(decoded.columns) == {
         m.Column("p", 1),
@@ -545,9 +547,9 @@ def codec_matches_sdk() -> None:
         m.Column("e", None, None, ops.DELETE_ALL_VERSIONS),
         m.Column("n", 3, None, ops.INCREMENT),
     }, decoded.columns
-    assert pb.encode_row(decoded) == sdk_update
+    assert encode_row(decoded) == sdk_update
     for filter_value in (5, -7, 2.5, True, "ab", bytearray(b"\x00\x01")):
-        assert bytes(B.serialize_column_value(filter_value)) == pb.encode_sql_variant(ours(filter_value))
+        assert bytes(B.serialize_column_value(filter_value)) == encode_sql_variant(ours(filter_value))
     facts["codec_rows_compared"] = checked
 
 

@@ -87,8 +87,8 @@ def run_consumer(tablestore_emulator: EmulatorProcess, args: Sequence[str], *, k
     ``sigterm_driver``, send SIGTERM to the Python driver only (what a container stop does)."""
     cmd = [str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
            "--driver-java-options", FAST_JVM, application_path(), *args]
-    proc = subprocess.Popen(cmd, env=consumer_env(tablestore_emulator), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(cmd, env=consumer_env(tablestore_emulator), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines: list[str] = []
     killed = threading.Event()
     pattern = re.compile(kill_when) if kill_when else None

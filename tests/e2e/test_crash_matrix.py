@@ -32,12 +32,12 @@ import pytest
 from replication_helpers import make_source, stream_changes, write_key
 
 from airflow_tablestore.client.model import MAX_TIME_DEVIATION, RowWrite
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.consumer import application_path
-from airflow_tablestore.spark.sinks import read_change_log
+from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
 
 from .spark_runs import BIN, FAST_JVM, base_rows, consumer_env, wait_until_gone
@@ -281,7 +281,8 @@ def test_crash_matrix(emulators: tuple[EmulatorProcess, EmulatorProcess], tmp_pa
     path = str(tmp_path / "changelog")
     if sink_type == "tablestore":
         make_replica_across(client, sink_client)  # the replica lives on another instance
-        args = ["--table", "orders", "--tunnel", "replication", "--sink", "tablestore", "--sink-table", "orders_replica"]
+        args = ["--table", "orders", "--tunnel", "replication", "--sink", "tablestore",
+                "--sink-table", "orders_replica"]
         world = World(source, sink_emulator, client, sink_type, args)
     else:
         args = ["--table", "orders", "--tunnel", "replication", "--sink", "parquet", "--sink-path", path]

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from replication_helpers import make_replica, make_source, stream_changes, write_key
 
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
-from airflow_tablestore.spark.sinks import read_change_log
+from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
 
 from .spark_runs import base_rows, run_consumer
@@ -35,7 +35,8 @@ def _kill_then_rerun(tablestore_emulator: EmulatorProcess, args: list[str]) -> N
     assert "CONSUMER_SUMMARY" in again.output
 
 
-def test_tablestore_sink_survives_sigkill_in_both_phases(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
+def test_tablestore_sink_survives_sigkill_in_both_phases(tablestore_emulator: EmulatorProcess,
+                                                        tablestore_client: TableClient,
                                                         tablestore_tunnel_client: TunnelClient, unique: object) -> None:
     src, dst, tunnel = unique("src"), unique("dst"), unique("tun")  # type: ignore[operator]
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
@@ -51,7 +52,8 @@ def test_tablestore_sink_survives_sigkill_in_both_phases(tablestore_emulator: Em
     assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
 
 
-def test_parquet_sink_survives_sigkill_in_both_phases(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
+def test_parquet_sink_survives_sigkill_in_both_phases(tablestore_emulator: EmulatorProcess,
+                                                      tablestore_client: TableClient,
                                                       tablestore_tunnel_client: TunnelClient, unique: object,
                                                       tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")  # type: ignore[operator]
@@ -74,7 +76,8 @@ def test_parquet_sink_survives_sigkill_in_both_phases(tablestore_emulator: Emula
 
 
 def test_sigterm_shuts_the_tunnel_client_down(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
-                                              tablestore_tunnel_client: TunnelClient, unique: object, tmp_path: Path) -> None:
+                                              tablestore_tunnel_client: TunnelClient, unique: object,
+                                              tmp_path: Path) -> None:
     """SIGTERM (task killed, container stopped): exit 143 and the channels are released at once, not after the
     client timeout, so the next run can start reading immediately."""
     src, tunnel = unique("src"), unique("tun")  # type: ignore[operator]

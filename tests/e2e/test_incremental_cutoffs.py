@@ -16,13 +16,13 @@ import pytest
 from replication_helpers import make_source, stream_changes, write_key
 
 from airflow_tablestore.client.settings import ConnectionSettings
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import TunnelClient
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.driver import ConsumerJob, JobSummary
 from airflow_tablestore.spark.options import parse_args
-from airflow_tablestore.spark.sinks import ParquetSink, read_change_log
+from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
 from demo import replication as demo
 
 from .spark_runs import FAST_JVM, base_rows
@@ -47,8 +47,8 @@ def spark() -> Iterator[Any]:
 
 
 def _run(spark: Any, tablestore_emulator: EmulatorProcess, path: Path, *argv: str) -> JobSummary:
-    settings = ConnectionSettings(tablestore_emulator.endpoint, tablestore_emulator.instance, tablestore_emulator.access_key_id,
-                                  tablestore_emulator.access_key_secret)
+    settings = ConnectionSettings(tablestore_emulator.endpoint, tablestore_emulator.instance,
+                                  tablestore_emulator.access_key_id, tablestore_emulator.access_key_secret)
     options = parse_args([*argv, "--sink", "parquet", "--sink-path", str(path), "--heartbeat-interval", "1",
                           "--records-per-channel", "60", "--idle-wait", "0.2"])
     job = ConsumerJob(options, settings, ParquetSink(str(path)), lambda: spark)
@@ -58,8 +58,9 @@ def _run(spark: Any, tablestore_emulator: EmulatorProcess, path: Path, *argv: st
         job.close()
 
 
-def test_successive_cutoffs_union_is_exact(spark: Any, tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
-                                           tablestore_tunnel_client: TunnelClient, unique: Any, tmp_path: Path) -> None:
+def test_successive_cutoffs_union_is_exact(spark: Any, tablestore_emulator: EmulatorProcess,
+                                           tablestore_client: TableClient, tablestore_tunnel_client: TunnelClient,
+                                           unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 600)
     base = demo.snapshot(tablestore_client, src)

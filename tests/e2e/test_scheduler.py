@@ -40,10 +40,10 @@ import requests
 from replication_helpers import stream_changes, write_key
 
 from airflow_tablestore.client.model import RowWrite
-from airflow_tablestore.client.table import TableClient
+from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
-from airflow_tablestore.spark.sinks import read_change_log
+from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
 
 from .spark_runs import FAST_JVM

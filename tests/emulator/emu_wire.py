@@ -15,7 +15,9 @@ from typing import Any
 import requests
 from google.protobuf.message import Message
 
-from airflow_tablestore.emulator import codec
+from airflow_tablestore.emulator.codec.decode import decode_row, decode_rows
+from airflow_tablestore.emulator.codec.encode import encode_primary_key, encode_row, value_payload
+from airflow_tablestore.emulator.codec.format import PBRow
 from airflow_tablestore.protocol import ots_filter_pb2, ots_table_pb2
 
 pb: Any = ots_table_pb2
@@ -119,7 +121,7 @@ def create_table(wire: Wire, name: str, pk: list[tuple[str, int]] | None = None,
 def put(wire: Wire, table: str, pk: list[tuple[str, Any]], cols: dict[str, Any] | list[Any], *,
         existence: int = 0, condition: bytes | None = None, return_pk: bool = False) -> Any:
     cells = [(n, v, None, None) for n, v in cols.items()] if isinstance(cols, dict) else cols
-    req = pb.PutRowRequest(table_name=table, row=codec.encode_row(pk, cells))
+    req = pb.PutRowRequest(table_name=table, row=encode_row(pk, cells))
     req.condition.row_existence = existence
     if condition is not None:
         req.condition.column_condition = condition
@@ -130,7 +132,7 @@ def put(wire: Wire, table: str, pk: list[tuple[str, Any]], cols: dict[str, Any] 
 
 def update(wire: Wire, table: str, pk: list[tuple[str, Any]], cells: list[Any], *, existence: int = 0,
            condition: bytes | None = None) -> Any:
-    req = pb.UpdateRowRequest(table_name=table, row_change=codec.encode_row(pk, cells))
+    req = pb.UpdateRowRequest(table_name=table, row_change=encode_row(pk, cells))
     req.condition.row_existence = existence
     if condition is not None:
         req.condition.column_condition = condition
@@ -138,37 +140,37 @@ def update(wire: Wire, table: str, pk: list[tuple[str, Any]], cells: list[Any], 
 
 
 def delete(wire: Wire, table: str, pk: list[tuple[str, Any]], *, existence: int = 0) -> Any:
-    req = pb.DeleteRowRequest(table_name=table, primary_key=codec.encode_row(pk, [], delete_marker=True))
+    req = pb.DeleteRowRequest(table_name=table, primary_key=encode_row(pk, [], delete_marker=True))
     req.condition.row_existence = existence
     return wire.call("DeleteRow", req)
 
 
-def get(wire: Wire, table: str, pk: list[tuple[str, Any]], **kwargs: Any) -> codec.PBRow | None:
+def get(wire: Wire, table: str, pk: list[tuple[str, Any]], **kwargs: Any) -> PBRow | None:
     kwargs.setdefault("max_versions", 1)
     time_range = kwargs.pop("time_range", None)
-    req = pb.GetRowRequest(table_name=table, primary_key=codec.encode_pk(pk), **kwargs)
+    req = pb.GetRowRequest(table_name=table, primary_key=encode_primary_key(pk), **kwargs)
     if time_range is not None:
         req.time_range.start_time, req.time_range.end_time = time_range
     resp = wire.call("GetRow", req)
-    return codec.decode_row(resp.row) if resp.row else None
+    return decode_row(resp.row) if resp.row else None
 
 
 def get_range(wire: Wire, table: str, start: list[tuple[str, Any]], end: list[tuple[str, Any]], *,
-              backward: bool = False, **kwargs: Any) -> tuple[list[codec.PBRow], codec.PBRow | None]:
+              backward: bool = False, **kwargs: Any) -> tuple[list[PBRow], PBRow | None]:
     kwargs.setdefault("max_versions", 1)
     req = pb.GetRangeRequest(table_name=table, direction=1 if backward else 0,
-                             inclusive_start_primary_key=codec.encode_pk(start),
-                             exclusive_end_primary_key=codec.encode_pk(end), **kwargs)
+                             inclusive_start_primary_key=encode_primary_key(start),
+                             exclusive_end_primary_key=encode_primary_key(end), **kwargs)
     resp = wire.call("GetRange", req)
-    rows = codec.decode_rows(resp.rows) if resp.rows else []
-    nxt = codec.decode_row(resp.next_start_primary_key) if resp.HasField("next_start_primary_key") else None
+    rows = decode_rows(resp.rows) if resp.rows else []
+    nxt = decode_row(resp.next_start_primary_key) if resp.HasField("next_start_primary_key") else None
     return rows, nxt
 
 
 def scan_all(wire: Wire, table: str, start: list[tuple[str, Any]], end: list[tuple[str, Any]],
-             **kwargs: Any) -> tuple[list[codec.PBRow], int]:
+             **kwargs: Any) -> tuple[list[PBRow], int]:
     """Follow next_start_primary_key to the end; returns all rows and the number of pages."""
-    rows: list[codec.PBRow] = []
+    rows: list[PBRow] = []
     pages = 0
     cursor: list[tuple[str, Any]] | None = start
     while cursor is not None:
@@ -182,7 +184,7 @@ def scan_all(wire: Wire, table: str, start: list[tuple[str, Any]], end: list[tup
 def single_filter(column: str, comparator: int, value: Any, *, pass_if_missing: bool = True,
                   latest_only: bool = True) -> bytes:
     s = fpb.SingleColumnValueFilter(comparator=comparator, column_name=column,
-                                    column_value=codec.value_payload(value),
+                                    column_value=value_payload(value),
                                     filter_if_missing=not pass_if_missing, latest_version_only=latest_only)
     return fpb.Filter(type=fpb.FT_SINGLE_COLUMN_VALUE, filter=s.SerializeToString()).SerializeToString()
 

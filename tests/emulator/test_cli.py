@@ -140,7 +140,7 @@ def test_clock_start_puts_the_emulator_in_the_past_and_refuses_to_go_before_stor
         now = ControlClient(emu.endpoint, emu.access_key_secret).state()["now_us"] / 1e6
         assert 0 <= now - start.timestamp() < 120
         from airflow_tablestore.client.model import PrimaryKeyColumn, PrimaryKeyType, StreamSpec, TableSchema
-        from airflow_tablestore.client.table import TableClient
+        from airflow_tablestore.client.table.client import TableClient
 
         with TableClient(**emu.client_kwargs) as client:
             client.create_table(TableSchema("past", (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),),
@@ -172,7 +172,7 @@ def test_secret_from_a_file_keeps_it_out_of_the_process_list(tmp_path: Path) -> 
         cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
         assert b"file-secret-value" not in cmdline
         from airflow_tablestore.client.errors import AuthError
-        from airflow_tablestore.client.table import TableClient
+        from airflow_tablestore.client.table.client import TableClient
 
         common = {"endpoint": endpoint, "access_key_id": "emulator-access-key-id", "instance_name": "emulator"}
         with TableClient(**common, access_key_secret="file-secret-value") as client:

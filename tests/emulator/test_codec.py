@@ -8,8 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_tablestore.emulator import auth, codec, keys
-from airflow_tablestore.emulator.codec import INF_MAX, INF_MIN, PlainBufferError
+from airflow_tablestore.emulator import auth
+from airflow_tablestore.emulator.codec.decode import decode_row
+from airflow_tablestore.emulator.codec.encode import encode_row
+from airflow_tablestore.emulator.codec.format import HEADER, INF_MAX, INF_MIN, PlainBufferError, crc8
+from airflow_tablestore.emulator.store import keys
 
 VECTORS = [
     ("7500000001030402000000706b05060000000301000000610ad409ee", [("pk", "a")], [], False, None),
@@ -33,33 +36,34 @@ VECTORS = [
 
 
 @pytest.mark.parametrize(("hexdata", "pk", "cells", "marker", "seq"), VECTORS)
-def test_reference_vectors_encode_and_decode(hexdata: str, pk: list, cells: list, marker: bool, seq: tuple | None) -> None:
-    assert codec.encode_row(pk, cells, marker, seq).hex() == hexdata
-    row = codec.decode_row(bytes.fromhex(hexdata))
+def test_reference_vectors_encode_and_decode(hexdata: str, pk: list, cells: list, marker: bool,
+                                             seq: tuple | None) -> None:
+    assert encode_row(pk, cells, marker, seq).hex() == hexdata
+    row = decode_row(bytes.fromhex(hexdata))
     assert row.pk == pk
     assert [tuple(c) for c in row.cells] == [tuple(c) for c in cells]
     assert row.delete_marker is marker
 
 
 def test_crc8_check_value() -> None:
-    assert codec.crc8(0, b"123456789") == 0xF4
+    assert crc8(0, b"123456789") == 0xF4
 
 
 def test_corrupt_crc_header_and_truncation_are_rejected() -> None:
-    good = bytearray(codec.encode_row([("pk", 1)], [("c", "x", None, 5)]))
+    good = bytearray(encode_row([("pk", 1)], [("c", "x", None, 5)]))
     bad_row_crc = bytes(good[:-1]) + bytes([good[-1] ^ 0xFF])
     with pytest.raises(PlainBufferError, match="checksum is mismatch"):
-        codec.decode_row(bad_row_crc)
+        decode_row(bad_row_crc)
     bad_value = bytearray(good)
     bad_value[-12] ^= 0x01  # inside the cell payload -> cell checksum mismatch
     with pytest.raises(PlainBufferError):
-        codec.decode_row(bytes(bad_value))
+        decode_row(bytes(bad_value))
     with pytest.raises(PlainBufferError, match="mismatch header"):
-        codec.decode_row(b"\x76\x00\x00\x00" + bytes(good[4:]))
+        decode_row(b"\x76\x00\x00\x00" + bytes(good[4:]))
     with pytest.raises(PlainBufferError):
-        codec.decode_row(bytes(good[:-5]))
+        decode_row(bytes(good[:-5]))
     with pytest.raises(PlainBufferError, match="UTF8"):
-        codec.decode_row(codec.encode_row([("pk", b"\xff\xfe")], []).replace(
+        decode_row(encode_row([("pk", b"\xff\xfe")], []).replace(
             b"\x07\x02\x00\x00\x00\xff\xfe", b"\x03\x02\x00\x00\x00\xff\xfe"))
 
 
@@ -74,8 +78,8 @@ names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)
        st.lists(st.tuples(names, values, st.none(), st.one_of(st.none(), st.integers(0, 2**62))), max_size=6),
        st.booleans())
 def test_roundtrip(pk: list, cells: list, marker: bool) -> None:
-    data = codec.encode_row(pk, cells, marker)
-    row = codec.decode_row(data)
+    data = encode_row(pk, cells, marker)
+    row = decode_row(data)
     assert row.pk == pk
     assert [tuple(c) for c in row.cells] == [tuple(c) for c in cells]
     assert row.delete_marker is marker
@@ -134,11 +138,11 @@ def test_lenient_date_parsing() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=64), st.integers(0, 200), st.integers(0, 255))
 def test_garbage_only_raises_plainbuffer_error(suffix: bytes, cut: int, flip: int) -> None:
-    good = codec.encode_row([("pk", "k"), ("n", 7)], [("a", "x" * 20, None, 5), ("b", 1.5, None, 6)], False,
-                            (0, 10, 0))
-    variants = [good[:cut], codec.HEADER + suffix, good + suffix]
+    good = encode_row([("pk", "k"), ("n", 7)], [("a", "x" * 20, None, 5), ("b", 1.5, None, 6)], False,
+                      (0, 10, 0))
+    variants = [good[:cut], HEADER + suffix, good + suffix]
     if cut < len(good):
         variants.append(good[:cut] + bytes([good[cut] ^ (flip or 1)]) + good[cut + 1:])
     for data in variants:
         with contextlib.suppress(PlainBufferError):  # any other exception fails the test
-            codec.decode_row(data)
+            decode_row(data)

@@ -14,7 +14,7 @@ import pytest
 import requests
 from emu_wire import Wire, WireError, create_table, get, pb, put, unique
 
-from airflow_tablestore.emulator import codec
+from airflow_tablestore.emulator.codec.encode import encode_row
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
 
@@ -49,18 +49,22 @@ def test_wrong_secret_wrong_key_and_instance(emulator: EmulatorProcess, wire: Wi
 
 def test_md5_date_and_missing_headers(wire: Wire, seeded: str) -> None:
     body = pb.DescribeTableRequest(table_name=seeded).SerializeToString()
-    h = wire.headers(body, "/DescribeTable", **{"x-ots-contentmd5": base64.b64encode(hashlib.md5(b"x").digest()).decode()})
+    h = wire.headers(body, "/DescribeTable",
+                     **{"x-ots-contentmd5": base64.b64encode(hashlib.md5(b"x").digest()).decode()})
     assert _error(wire.raw("/DescribeTable", body, h)) == (
         403, "OTSAuthFailed", "Mismatch between MD5 value of request body and x-ots-contentmd5 in header.")
     old = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    status, code, message = _error(wire.raw("/DescribeTable", body, wire.headers(body, "/DescribeTable", **{"x-ots-date": old})))
+    status, code, message = _error(
+        wire.raw("/DescribeTable", body, wire.headers(body, "/DescribeTable", **{"x-ots-date": old})))
     assert (status, code) == (403, "OTSAuthFailed") and message.startswith("Mismatch between system time")
     h = wire.headers(body, "/DescribeTable")
     del h["x-ots-instancename"]
-    assert _error(wire.raw("/DescribeTable", body, h)) == (400, "OTSParameterInvalid", "Missing header: x-ots-instancename.")
+    assert _error(wire.raw("/DescribeTable", body, h)) == (
+        400, "OTSParameterInvalid", "Missing header: x-ots-instancename.")
     # Go SDK style date with odd fractional digits is accepted
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S") + ".9132Z"
-    assert wire.raw("/DescribeTable", body, wire.headers(body, "/DescribeTable", **{"x-ots-date": now})).status_code == 200
+    assert wire.raw("/DescribeTable", body,
+                    wire.headers(body, "/DescribeTable", **{"x-ots-date": now})).status_code == 200
     _still_there(wire, seeded)
 
 
@@ -72,7 +76,7 @@ def test_method_unknown_api_and_garbage(emulator: EmulatorProcess, wire: Wire, s
     r = wire.raw("/PutRow", b"\xff\xff\xff")
     assert _error(r)[:2] == (400, "OTSParameterInvalid")
     # bad PlainBuffer CRC inside a valid protobuf
-    row = bytearray(codec.encode_row([("pk", 1)], [("keep", "lost", None, None)]))
+    row = bytearray(encode_row([("pk", 1)], [("keep", "lost", None, None)]))
     row[-1] ^= 0x55
     req = pb.PutRowRequest(table_name=seeded, row=bytes(row))
     req.condition.row_existence = 0

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from emu_wire import Wire, create_table, get, get_range, pb, put
 
-from airflow_tablestore.emulator import codec
-from airflow_tablestore.emulator.codec import INF_MAX, INF_MIN
-from airflow_tablestore.emulator.storage import Store
+from airflow_tablestore.emulator.codec.encode import encode_row
+from airflow_tablestore.emulator.codec.format import INF_MAX, INF_MIN
+from airflow_tablestore.emulator.store.database import Store
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
 
@@ -24,7 +24,7 @@ def test_restart_keeps_acknowledged_writes(tmp_path: Path, sig: int) -> None:
         req = pb.BatchWriteRowRequest()
         t = req.tables.add(table_name="persist")
         for i in range(150):
-            r = t.rows.add(type=pb.PUT, row_change=codec.encode_row([("pk", i)], [("v", i, None, None)]))
+            r = t.rows.add(type=pb.PUT, row_change=encode_row([("pk", i)], [("v", i, None, None)]))
             r.condition.row_existence = 0
         assert all(r.is_ok for r in w.call("BatchWriteRow", req).tables[0].rows)
         put(w, "persist", [("pk", 1000)], {"last": "yes"})
@@ -45,8 +45,8 @@ def test_restart_keeps_acknowledged_writes(tmp_path: Path, sig: int) -> None:
         emu.close()
     store = Store(tmp_path / "emulator.sqlite3")
     try:
-        assert store.stream_head_seq() == 152
-        info = store.get_table_info("persist")
+        assert store.stream.head_seq() == 152
+        info = store.tables.get("persist")
         assert info is not None and info.stream_enabled
     finally:
         store.close()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from emu_wire import Wire, WireError, create_table, get, get_range, pb, put, scan_all, single_filter, unique
 
-from airflow_tablestore.emulator import codec
-from airflow_tablestore.emulator.codec import INF_MAX, INF_MIN
+from airflow_tablestore.emulator.codec.decode import decode_row
+from airflow_tablestore.emulator.codec.encode import encode_primary_key, encode_row
+from airflow_tablestore.emulator.codec.format import INF_MAX, INF_MIN
 
 ALL = ([("pk", INF_MIN)], [("pk", INF_MAX)])
 
@@ -15,7 +16,7 @@ def _batch_put(wire: Wire, table: str, pks: list[list], cols: dict | None = None
     req = pb.BatchWriteRowRequest()
     t = req.tables.add(table_name=table)
     for pk in pks:
-        r = t.rows.add(type=pb.PUT, row_change=codec.encode_row(pk, [(k, v, None, None) for k, v in
+        r = t.rows.add(type=pb.PUT, row_change=encode_row(pk, [(k, v, None, None) for k, v in
                                                                      (cols or {"v": 1}).items()]))
         r.condition.row_existence = 0
     return wire.call("BatchWriteRow", req)
@@ -83,13 +84,13 @@ def test_batch_write_per_row_results(wire: Wire, table: str) -> None:
     put(wire, table, [("pk", 4)], {"v": "doomed"})
     req = pb.BatchWriteRowRequest()
     t = req.tables.add(table_name=table)
-    r = t.rows.add(type=pb.PUT, row_change=codec.encode_row([("pk", 1)], [("v", "a", None, None)]))
+    r = t.rows.add(type=pb.PUT, row_change=encode_row([("pk", 1)], [("v", "a", None, None)]))
     r.condition.row_existence = 0
-    r = t.rows.add(type=pb.PUT, row_change=codec.encode_row([("pk", 2)], [("v", "new", None, None)]))
+    r = t.rows.add(type=pb.PUT, row_change=encode_row([("pk", 2)], [("v", "new", None, None)]))
     r.condition.row_existence = 2  # fails: exists
-    r = t.rows.add(type=pb.UPDATE, row_change=codec.encode_row([("bad", 3)], [("v", "c", None, None)]))
+    r = t.rows.add(type=pb.UPDATE, row_change=encode_row([("bad", 3)], [("v", "c", None, None)]))
     r.condition.row_existence = 0
-    r = t.rows.add(type=pb.DELETE, row_change=codec.encode_row([("pk", 4)], [], delete_marker=True))
+    r = t.rows.add(type=pb.DELETE, row_change=encode_row([("pk", 4)], [], delete_marker=True))
     r.condition.row_existence = 0
     resp = wire.call("BatchWriteRow", req)
     out = resp.tables[0].rows
@@ -118,7 +119,7 @@ def test_batch_write_limits_and_duplicates(wire: Wire, table: str) -> None:
     req = pb.BatchWriteRowRequest()
     t = req.tables.add(table_name=table)
     for existence in (0, 1):
-        r = t.rows.add(type=pb.PUT, row_change=codec.encode_row([("pk", 6)], [("v", 1, None, None)]))
+        r = t.rows.add(type=pb.PUT, row_change=encode_row([("pk", 6)], [("v", 1, None, None)]))
         r.condition.row_existence = existence
     with pytest.raises(WireError, match="Repeated rows do not support row exist expectation check"):
         wire.call("BatchWriteRow", req)
@@ -134,19 +135,19 @@ def test_batch_get(wire: Wire, table: str) -> None:
     put(wire, other, [("pk", 1)], {"w": 2})
     req = pb.BatchGetRowRequest()
     t = req.tables.add(table_name=table, max_versions=1)
-    t.primary_key.extend([codec.encode_pk([("pk", 1)]), codec.encode_pk([("pk", 2)]),
-                          codec.encode_pk([("zz", 1)])])
+    t.primary_key.extend([encode_primary_key([("pk", 1)]), encode_primary_key([("pk", 2)]),
+                          encode_primary_key([("zz", 1)])])
     t2 = req.tables.add(table_name=other, max_versions=1)
-    t2.primary_key.append(codec.encode_pk([("pk", 1)]))
+    t2.primary_key.append(encode_primary_key([("pk", 1)]))
     resp = wire.call("BatchGetRow", req)
     assert [x.table_name for x in resp.tables] == [table, other]
     rows = resp.tables[0].rows
     assert [r.is_ok for r in rows] == [True, True, False]
-    assert codec.decode_row(rows[0].row).cells[0].value == 1 and rows[1].row == b""
+    assert decode_row(rows[0].row).cells[0].value == 1 and rows[1].row == b""
     assert rows[2].error.code == "OTSInvalidPK"
-    assert codec.decode_row(resp.tables[1].rows[0].row).cells[0].name == "w"
+    assert decode_row(resp.tables[1].rows[0].row).cells[0].name == "w"
     big = pb.BatchGetRowRequest()
     bt = big.tables.add(table_name=table, max_versions=1)
-    bt.primary_key.extend([codec.encode_pk([("pk", i)]) for i in range(101)])
+    bt.primary_key.extend([encode_primary_key([("pk", i)]) for i in range(101)])
     with pytest.raises(WireError, match="Rows count exceeds the upper limit:100"):
         wire.call("BatchGetRow", big)

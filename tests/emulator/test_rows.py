@@ -20,13 +20,21 @@ from emu_wire import (
     update,
 )
 
-from airflow_tablestore.emulator import codec
+from airflow_tablestore.emulator.codec.decode import decode_row
+from airflow_tablestore.emulator.codec.encode import encode_primary_key, encode_row
+from airflow_tablestore.emulator.codec.format import (
+    AUTO_INCREMENT,
+    OP_DELETE_ALL,
+    OP_DELETE_ONE,
+    OP_INCREMENT,
+    PBRow,
+)
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
 PK = [("pk", 1)]
 
 
-def cols(row: codec.PBRow | None) -> dict[str, list[tuple[int, Any]]]:
+def cols(row: PBRow | None) -> dict[str, list[tuple[int, Any]]]:
     assert row is not None
     out: dict[str, list[tuple[int, Any]]] = {}
     for c in row.cells:
@@ -45,7 +53,7 @@ def test_put_get_roundtrip_all_types(wire: Wire, table: str) -> None:
 
 
 def test_missing_row_returns_empty_row_field(wire: Wire, table: str) -> None:
-    req = pb.GetRowRequest(table_name=table, primary_key=codec.encode_pk([("pk", 404)]), max_versions=1)
+    req = pb.GetRowRequest(table_name=table, primary_key=encode_primary_key([("pk", 404)]), max_versions=1)
     resp = wire.call("GetRow", req)
     assert resp.HasField("row") and resp.row == b""
     assert resp.consumed.capacity_unit.HasField("read") and resp.consumed.capacity_unit.HasField("write")
@@ -103,23 +111,23 @@ def test_update_ops_versions_and_increment(wire: Wire) -> None:
     row = get(wire, table, PK, max_versions=3)
     assert [v for _, v in cols(row)["a"]] == ["v3", "v2", "v1"]  # newest first
     assert [v for _, v in cols(get(wire, table, PK))["a"]] == ["v3"]
-    update(wire, table, PK, [("a", None, codec.OP_DELETE_ONE, now - 2000)])
+    update(wire, table, PK, [("a", None, OP_DELETE_ONE, now - 2000)])
     assert [v for _, v in cols(get(wire, table, PK, max_versions=3))["a"]] == ["v3", "v1"]
     row = get(wire, table, PK, max_versions=3, time_range=(now - 1500, now))
     assert [v for _, v in cols(row)["a"]] == ["v3"]
-    update(wire, table, PK, [("n", 5, codec.OP_INCREMENT, None)])
-    update(wire, table, PK, [("fresh", 2, codec.OP_INCREMENT, None)])
+    update(wire, table, PK, [("n", 5, OP_INCREMENT, None)])
+    update(wire, table, PK, [("fresh", 2, OP_INCREMENT, None)])
     got = cols(get(wire, table, PK))
     assert got["n"][0][1] == 15 and got["fresh"][0][1] == 2
-    update(wire, table, PK, [("a", None, codec.OP_DELETE_ALL, None)])
+    update(wire, table, PK, [("a", None, OP_DELETE_ALL, None)])
     assert "a" not in cols(get(wire, table, PK, max_versions=3))
 
 
 def test_update_deleting_only_on_absent_row_creates_nothing(wire: Wire, table: str) -> None:
-    update(wire, table, [("pk", 77)], [("a", None, codec.OP_DELETE_ALL, None)])
+    update(wire, table, [("pk", 77)], [("a", None, OP_DELETE_ALL, None)])
     assert get(wire, table, [("pk", 77)]) is None
     put(wire, table, [("pk", 78)], {"a": 1})
-    update(wire, table, [("pk", 78)], [("a", None, codec.OP_DELETE_ALL, None)])
+    update(wire, table, [("pk", 78)], [("a", None, OP_DELETE_ALL, None)])
     assert get(wire, table, [("pk", 78)]) is None
 
 
@@ -170,15 +178,15 @@ def test_write_validation(wire: Wire, table: str) -> None:
     with pytest.raises(WireError, match="exceeded the MaxLength:2097152"):
         put(wire, table, PK, {"big": b"x" * (2 * 1024 * 1024 + 1)})
     with pytest.raises(WireError, match="OpType cannot be given"):
-        put(wire, table, PK, [("a", None, codec.OP_DELETE_ALL, None)])
-    req = pb.DeleteRowRequest(table_name=table, primary_key=codec.encode_pk(PK))
+        put(wire, table, PK, [("a", None, OP_DELETE_ALL, None)])
+    req = pb.DeleteRowRequest(table_name=table, primary_key=encode_primary_key(PK))
     req.condition.row_existence = 0
     with pytest.raises(WireError, match="missing RowDeleteMarker"):
         wire.call("DeleteRow", req)
     with pytest.raises(WireError, match="Timestamp must be given when type is DELETE_ONE_VERSION"):
-        update(wire, table, PK, [("a", None, codec.OP_DELETE_ONE, None)])
+        update(wire, table, PK, [("a", None, OP_DELETE_ONE, None)])
     with pytest.raises(WireError, match="No version condition"):
-        wire.call("GetRow", pb.GetRowRequest(table_name=table, primary_key=codec.encode_pk(PK)))
+        wire.call("GetRow", pb.GetRowRequest(table_name=table, primary_key=encode_primary_key(PK)))
     assert get(wire, table, PK) is None  # nothing was written by any of the rejected requests
 
 
@@ -198,15 +206,15 @@ def test_auto_increment_pk(wire: Wire) -> None:
     table = create_table(wire, unique("auto"), [("part", 2), ("id", 1)], auto_increment="id")
     ids: list[int] = []
     for _ in range(3):
-        resp = put(wire, table, [("part", "p"), ("id", codec.AUTO_INCREMENT)], {"v": 1}, return_pk=True)
-        row = codec.decode_row(resp.row)
+        resp = put(wire, table, [("part", "p"), ("id", AUTO_INCREMENT)], {"v": 1}, return_pk=True)
+        row = decode_row(resp.row)
         assert row.pk[0] == ("part", "p")
         assert isinstance(row.pk[1][1], int)
         ids.append(row.pk[1][1])
     assert ids == sorted(ids) and len(set(ids)) == 3
     assert get(wire, table, [("part", "p"), ("id", ids[1])]) is not None
     with pytest.raises(WireError, match="PKAutoIncr can't be used for read operations"):
-        get(wire, table, [("part", "p"), ("id", codec.AUTO_INCREMENT)])
+        get(wire, table, [("part", "p"), ("id", AUTO_INCREMENT)])
 
 
 def test_ttl_and_time_travel(tmp_path: Any) -> None:
@@ -223,11 +231,11 @@ def test_ttl_and_time_travel(tmp_path: Any) -> None:
 
 def test_return_content_after_modify_returns_incremented_value(wire: Wire, table: str) -> None:
     put(wire, table, PK, {"n": 10, "other": "x"})
-    req = pb.UpdateRowRequest(table_name=table, row_change=codec.encode_row(PK, [("n", 5, codec.OP_INCREMENT, None)]))
+    req = pb.UpdateRowRequest(table_name=table, row_change=encode_row(PK, [("n", 5, OP_INCREMENT, None)]))
     req.condition.row_existence = 0
     req.return_content.return_type = pb.RT_AFTER_MODIFY
     req.return_content.return_column_names.extend(["n", "missing"])
-    row = codec.decode_row(wire.call("UpdateRow", req).row)
+    row = decode_row(wire.call("UpdateRow", req).row)
     assert row.pk == PK and [(c.name, c.value) for c in row.cells] == [("n", 15)]
     assert row.cells[0].ts is not None
 

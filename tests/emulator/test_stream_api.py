@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from emu_wire import Wire, WireError, create_table, delete, pb, put, unique, update
 
-from airflow_tablestore.emulator import codec
+from airflow_tablestore.emulator.codec.decode import decode_row
+from airflow_tablestore.emulator.codec.format import OP_DELETE_ALL
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
 
@@ -101,7 +102,7 @@ def test_records_actions_order_limits_and_closed_shard(wire: Wire, emulator: Emu
     table = create_table(wire, unique("recs"), stream_hours=24)
     sid = _stream_id(wire, table)
     put(wire, table, [("pk", 1)], {"a": 1})
-    update(wire, table, [("pk", 1)], [("a", 2, None, None), ("b", None, codec.OP_DELETE_ALL, None)])
+    update(wire, table, [("pk", 1)], [("a", 2, None, None), ("b", None, OP_DELETE_ALL, None)])
     delete(wire, table, [("pk", 1)])
     shards = _shards(wire, sid)
     records: list[Any] = []
@@ -112,7 +113,7 @@ def test_records_actions_order_limits_and_closed_shard(wire: Wire, emulator: Emu
         if got:
             owner, records = s.shard_id, got
     assert [r.action_type for r in records] == [pb.PUT_ROW, pb.UPDATE_ROW, pb.DELETE_ROW]
-    assert all(codec.decode_row(r.record).pk == [("pk", 1)] for r in records)
+    assert all(decode_row(r.record).pk == [("pk", 1)] for r in records)
     for i in range(2, 12):
         put(wire, table, [("pk", 1)], {"a": i})
     resp = wire.call("GetStreamRecord", pb.GetStreamRecordRequest(shard_iterator=_iterator(wire, sid, owner),
@@ -169,7 +170,7 @@ def test_trimmed_data(wire: Wire, emulator: EmulatorProcess) -> None:
         _iterator(wire, sid, next(iter(old)), timestamp=1)
     assert err.value.code == "OTSTrimmedDataAccess"
     fresh = [r for s in _shards(wire, sid) for r in _drain(wire, _iterator(wire, sid, s.shard_id))[0]]
-    assert [codec.decode_row(r.record).pk for r in fresh] == [[("pk", 100)]]
+    assert [decode_row(r.record).pk for r in fresh] == [[("pk", 100)]]
     assert all(it is not None for it in caught_up.values())
 
 

@@ -10,21 +10,24 @@ from typing import Any
 import pytest
 from emu_wire import Wire, create_table, delete, pb, put, update
 
-from airflow_tablestore.emulator import codec
 from airflow_tablestore.emulator.clock import Clock
+from airflow_tablestore.emulator.codec.decode import decode_row
+from airflow_tablestore.emulator.codec.encode import encode_row
+from airflow_tablestore.emulator.codec.format import OP_DELETE_ALL, OP_INCREMENT, PBRow
 from airflow_tablestore.emulator.config import EmulatorConfig
-from airflow_tablestore.emulator.keys import encode_key
-from airflow_tablestore.emulator.storage import Store, load_columns
-from airflow_tablestore.emulator.table_api import TableApi
+from airflow_tablestore.emulator.store.database import Store
+from airflow_tablestore.emulator.store.keys import encode_key
+from airflow_tablestore.emulator.store.model import load_columns
+from airflow_tablestore.emulator.table.api import TableApi
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
 
-def _all_records(store: Store, table: str) -> list[tuple[int, int, int, codec.PBRow, tuple[int, int, int]]]:
+def _all_records(store: Store, table: str) -> list[tuple[int, int, int, PBRow, tuple[int, int, int]]]:
     out = []
-    for p in store.stream_partitions(table):
-        for e in store.read_stream(table, p.partition_id, 0, 10_000):
+    for p in store.stream.partitions(table):
+        for e in store.stream.read(table, p.partition_id, 0, 10_000):
             data = e.record
-            out.append((e.seq, e.timestamp_us, e.action, codec.decode_row(data), _seq_info(data)))
+            out.append((e.seq, e.timestamp_us, e.action, decode_row(data), _seq_info(data)))
     return sorted(out, key=lambda r: r[0])
 
 
@@ -43,15 +46,15 @@ def test_stream_records_contents_order_and_split(tmp_path: Path) -> None:
         create_table(w, "nostream")
         put(w, "nostream", [("pk", 1)], {"a": 1})
         put(w, "s", [("pk", 1)], {"a": "x", "b": 2})
-        update(w, "s", [("pk", 1)], [("a", None, codec.OP_DELETE_ALL, None), ("c", 3, None, None),
-                                     ("b", 5, codec.OP_INCREMENT, None)])
+        update(w, "s", [("pk", 1)], [("a", None, OP_DELETE_ALL, None), ("c", 3, None, None),
+                                     ("b", 5, OP_INCREMENT, None)])
         with pytest.raises(Exception, match="Condition check failed"):
             put(w, "s", [("pk", 1)], {"z": 1}, existence=2)  # failed writes log nothing
         delete(w, "s", [("pk", 1)])
         req = pb.BatchWriteRowRequest()
         t = req.tables.add(table_name="s")
         for i in range(10, 20):
-            r = t.rows.add(type=pb.PUT, row_change=codec.encode_row([("pk", i)], [("v", i, None, None)]))
+            r = t.rows.add(type=pb.PUT, row_change=encode_row([("pk", i)], [("v", i, None, None)]))
             r.condition.row_existence = 0
         w.call("BatchWriteRow", req)
         before = emu.control.partitions("s")
@@ -75,22 +78,22 @@ def test_stream_records_contents_order_and_split(tmp_path: Path) -> None:
         _, _, action, row, _ = recs[1]
         assert action == 2
         assert [(c.name, c.value, c.op) for c in row.cells] == [
-            ("a", None, codec.OP_DELETE_ALL), ("c", 3, None), ("b", 7, None)]  # INCREMENT logged as PUT
+            ("a", None, OP_DELETE_ALL), ("c", 3, None), ("b", 7, None)]  # INCREMENT logged as PUT
         _, _, action, row, _ = recs[2]
         assert action == 3 and row.delete_marker and row.cells == []
-        parts = store.stream_partitions("s")
+        parts = store.stream.partitions("s")
         closed = parts[0]
         assert closed.closed and closed.closed_seq == 13
-        assert all(e.seq <= 13 for e in store.read_stream("s", closed.partition_id, 0, 1000))
-        later = [e for p in parts[1:] for e in store.read_stream("s", p.partition_id, 13, 1000)]
+        assert all(e.seq <= 13 for e in store.stream.read("s", closed.partition_id, 0, 1000))
+        later = [e for p in parts[1:] for e in store.stream.read("s", p.partition_id, 13, 1000)]
         assert len(later) == 20
         # paging by after_seq
         pid = parts[1].partition_id
-        everything = store.read_stream("s", pid, 0, 1000)
-        assert store.read_stream("s", pid, everything[0].seq, 2) == everything[1:3]
-        assert store.read_stream("s", "nope", 0, 10) == []
-        info = store.get_table_info("nostream")
-        assert info is not None and not info.stream_enabled and store.stream_partitions("nostream") == []
+        everything = store.stream.read("s", pid, 0, 1000)
+        assert store.stream.read("s", pid, everything[0].seq, 2) == everything[1:3]
+        assert store.stream.read("s", "nope", 0, 10) == []
+        info = store.tables.get("nostream")
+        assert info is not None and not info.stream_enabled and store.stream.partitions("nostream") == []
     finally:
         store.close()
 
@@ -124,20 +127,20 @@ def _create(api: TableApi, name: str) -> None:
     req.table_options.max_versions = 1
     req.stream_spec.enable_stream = True
     req.stream_spec.expiration_time = 24
-    api.handlers()["/CreateTable"](req.SerializeToString())
+    api.routes()["/CreateTable"](req.SerializeToString())
 
 
 def _replay(snapshot: dict[bytes, dict[str, Any]], records: list[Any]) -> dict[bytes, dict[str, Any]]:
     state = {k: dict(v) for k, v in snapshot.items()}
     for e in records:
-        row = codec.decode_row(e.record)
+        row = decode_row(e.record)
         key = encode_key([v for _, v in row.pk])
         if e.action == 1:
             state[key] = {c.name: c.value for c in row.cells}
         elif e.action == 2:
             cur = state.setdefault(key, {})
             for c in row.cells:
-                if c.op == codec.OP_DELETE_ALL:
+                if c.op == OP_DELETE_ALL:
                     cur.pop(c.name, None)
                 elif c.op is None:
                     cur[c.name] = c.value
@@ -152,7 +155,7 @@ def test_snapshot_plus_stream_replays_exactly_under_concurrent_writes(tmp_path: 
     store, api = _api(tmp_path)
     try:
         _create(api, "snap")
-        h = api.handlers()
+        h = api.routes()
         stop = threading.Event()
         errors: list[BaseException] = []
 
@@ -166,18 +169,18 @@ def test_snapshot_plus_stream_replays_exactly_under_concurrent_writes(tmp_path: 
                         req = pb.BatchWriteRowRequest()
                         t = req.tables.add(table_name="snap")
                         for _ in range(20):
-                            r = t.rows.add(type=pb.PUT, row_change=codec.encode_row(
+                            r = t.rows.add(type=pb.PUT, row_change=encode_row(
                                 [("pk", rnd.randrange(300))], [("v", rnd.randrange(10**6), None, None)]))
                             r.condition.row_existence = 0
                         h["/BatchWriteRow"](req.SerializeToString())
                     elif choice < 0.8:
-                        req = pb.UpdateRowRequest(table_name="snap", row_change=codec.encode_row(
-                            pk, [("u", seed, None, None), ("v", None, codec.OP_DELETE_ALL, None)]))
+                        req = pb.UpdateRowRequest(table_name="snap", row_change=encode_row(
+                            pk, [("u", seed, None, None), ("v", None, OP_DELETE_ALL, None)]))
                         req.condition.row_existence = 0
                         h["/UpdateRow"](req.SerializeToString())
                     else:
                         req = pb.DeleteRowRequest(table_name="snap",
-                                                  primary_key=codec.encode_row(pk, [], delete_marker=True))
+                                                  primary_key=encode_row(pk, [], delete_marker=True))
                         req.condition.row_existence = 0
                         h["/DeleteRow"](req.SerializeToString())
             except BaseException as e:  # pragma: no cover - surfaced below
@@ -189,41 +192,41 @@ def test_snapshot_plus_stream_replays_exactly_under_concurrent_writes(tmp_path: 
         snaps = []
         for _ in range(3):
             threading.Event().wait(0.05)
-            snaps.append(store.create_snapshot("snap"))
+            snaps.append(store.snapshots.create("snap"))
         stop.set()
         for t in threads:
             t.join()
         assert not errors
         final = {}
-        with store.reader() as conn:
-            info = store.get_table_info("snap")
+        with store.db.reader() as conn:
+            info = store.tables.get("snap")
             assert info is not None
             for key, data in conn.execute("SELECT key, data FROM rows WHERE tid=?", (info.table_id,)):
                 final[key] = {n: vs[0][1] for n, vs in load_columns(data).items()}
         assert final
         for snap in snaps:
             base: dict[bytes, dict[str, Any]] = {}
-            ranges = store.snapshot_ranges(snap.snapshot_id, 37)
+            ranges = store.snapshots.ranges(snap.snapshot_id, 37)
             total = 0
             for start, end in ranges:
                 after = None
                 while True:
-                    page = store.read_snapshot(snap.snapshot_id, start, end, after, 25)
+                    page = store.snapshots.read(snap.snapshot_id, start, end, after, 25)
                     if not page:
                         break
                     for key, record in page:
-                        row = codec.decode_row(record)
+                        row = decode_row(record)
                         assert encode_key([v for _, v in row.pk]) == key
                         base[key] = {c.name: c.value for c in row.cells}
                     after = page[-1][0]
-                total += store.snapshot_row_count(snap.snapshot_id, start, end)
-            assert total == len(base) == store.snapshot_row_count(snap.snapshot_id)
-            records = [e for p in store.stream_partitions("snap")
-                       for e in store.read_stream("snap", p.partition_id, snap.stream_seq, 10**6)]
+                total += store.snapshots.row_count(snap.snapshot_id, start, end)
+            assert total == len(base) == store.snapshots.row_count(snap.snapshot_id)
+            records = [e for p in store.stream.partitions("snap")
+                       for e in store.stream.read("snap", p.partition_id, snap.stream_seq, 10**6)]
             records.sort(key=lambda e: e.seq)
             assert _replay(base, records) == final
-            store.drop_snapshot(snap.snapshot_id)
-            assert store.snapshot_row_count(snap.snapshot_id) == 0
+            store.snapshots.drop(snap.snapshot_id)
+            assert store.snapshots.row_count(snap.snapshot_id) == 0
     finally:
         store.close()
 
@@ -234,16 +237,16 @@ def test_snapshot_of_100k_rows_is_fast_enough(tmp_path: Path) -> None:
     store, api = _api(tmp_path)
     try:
         _create(api, "big")
-        info = store.get_table_info("big")
+        info = store.tables.get("big")
         assert info is not None
-        with store.write() as txn:
+        with store.db.write() as txn:
             txn.conn.executemany("INSERT INTO rows(tid, key, data) VALUES(?,?,?)",
                                  ((info.table_id, encode_key([i]), b"\xfb0") for i in range(100_000)))
         started = time.monotonic()
-        snap = store.create_snapshot("big")
+        snap = store.snapshots.create("big")
         elapsed = time.monotonic() - started
-        assert store.snapshot_row_count(snap.snapshot_id) == 100_000
-        assert len(store.snapshot_ranges(snap.snapshot_id, 10_000)) == 10
+        assert store.snapshots.row_count(snap.snapshot_id) == 100_000
+        assert len(store.snapshots.ranges(snap.snapshot_id, 10_000)) == 10
         print(f"snapshot of 100k rows took {elapsed:.2f}s")
     finally:
         store.close()
@@ -267,7 +270,7 @@ def test_public_stream_api(emulator: EmulatorProcess, wire: Wire) -> None:
         while True:
             resp = wire.call("GetStreamRecord", pb.GetStreamRecordRequest(shard_iterator=iterator, limit=7))
             for rec in resp.stream_records:
-                row = codec.decode_row(rec.record)
+                row = decode_row(rec.record)
                 assert rec.action_type == pb.PUT_ROW
                 pk_value = row.pk[0][1]
                 assert isinstance(pk_value, int)
@@ -291,23 +294,24 @@ def test_trimmed_seq_marks_lost_positions(tmp_path: Path) -> None:
     store, api = _api(tmp_path)
     try:
         _create(api, "trim")
-        h = api.handlers()
+        h = api.routes()
 
         def write(i: int) -> None:
-            req = pb.PutRowRequest(table_name="trim", row=codec.encode_row([("pk", 1)], [("v", i, None, None)]))
+            req = pb.PutRowRequest(table_name="trim", row=encode_row([("pk", 1)], [("v", i, None, None)]))
             req.condition.row_existence = 0
             h["/PutRow"](req.SerializeToString())
 
         write(1)
         write(2)
-        (pid,) = {p.partition_id for p in store.stream_partitions("trim")
-                  if store.read_stream("trim", p.partition_id, 0, 10)}
-        assert store.trimmed_seq("trim", pid) == 0
-        api.clock.advance(25 * 3600)  # beyond the 24 h retention
+        (pid,) = {p.partition_id for p in store.stream.partitions("trim")
+                  if store.stream.read("trim", p.partition_id, 0, 10)}
+        assert store.stream.trimmed_seq("trim", pid) == 0
+        store.clock.advance(25 * 3600)  # beyond the 24 h retention
         write(3)
-        assert store.trim_stream("trim", force=True) == 2
-        assert store.trimmed_seq("trim", pid) == 2
-        assert [e.seq for e in store.read_stream("trim", pid, 0, 10)] == [3]
-        assert store.oldest_retained_us("trim", pid) == store.read_stream("trim", pid, 0, 1)[0].timestamp_us
+        assert store.stream.trim("trim", force=True) == 2
+        assert store.stream.trimmed_seq("trim", pid) == 2
+        assert [e.seq for e in store.stream.read("trim", pid, 0, 10)] == [3]
+        oldest = store.stream.read("trim", pid, 0, 1)[0].timestamp_us
+        assert store.stream.oldest_retained_us("trim", pid) == oldest
     finally:
         store.close()

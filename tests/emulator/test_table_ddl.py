@@ -21,7 +21,8 @@ def test_create_describe_list_delete(wire: Wire) -> None:
     assert name not in wire.call("ListTable", b"").table_names
     with pytest.raises(WireError) as e:
         wire.call("DescribeTable", pb.DescribeTableRequest(table_name=name))
-    assert (e.value.status, e.value.code, e.value.message) == (404, "OTSObjectNotExist", "Requested table does not exist.")
+    assert (e.value.status, e.value.code, e.value.message) == (
+        404, "OTSObjectNotExist", "Requested table does not exist.")
 
 
 def test_duplicate_table_is_409(wire: Wire, table: str) -> None:
@@ -89,9 +90,9 @@ def test_delete_table_drops_rows(wire: Wire) -> None:
     wire.call("DeleteTable", pb.DeleteTableRequest(table_name=name))
     create_table(wire, name)
     req = pb.GetRowRequest(table_name=name, max_versions=1)
-    from airflow_tablestore.emulator import codec
+    from airflow_tablestore.emulator.codec.encode import encode_primary_key
 
-    req.primary_key = codec.encode_pk([("pk", 1)])
+    req.primary_key = encode_primary_key([("pk", 1)])
     assert wire.call("GetRow", req).row == b""
 
 

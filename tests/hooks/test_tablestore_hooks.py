@@ -62,7 +62,8 @@ def test_bare_host_defaults_to_https_and_fields_map() -> None:
         "connect_timeout": "3", "read_timeout": 30,
     })))
     assert config.endpoint == "https://myinst.cn-hangzhou.ots.aliyuncs.com"
-    assert (config.access_key_id, config.access_key_secret, config.instance_name) == ("LTAIexample", SECRET, "myinst")
+    assert (config.access_key_id, config.access_key_secret, config.instance_name) == (
+        "LTAIexample", SECRET, "myinst")
     assert (config.region, config.sts_token) == ("cn-hangzhou", TOKEN)
     kwargs = config.client_kwargs()
     assert kwargs["timeout"] == (3.0, 30.0)
@@ -172,14 +173,16 @@ def test_async_config_path(monkeypatch: pytest.MonkeyPatch) -> None:
         "extra": {"instance_name": "async-inst", "region": "cn-hangzhou"},
     }))
     config = asyncio.run(TablestoreTunnelHook("ts_async").aget_config())
-    assert (config.endpoint, config.instance_name, config.region) == ("https://h.example.com", "async-inst", "cn-hangzhou")
+    assert (config.endpoint, config.instance_name, config.region) == (
+        "https://h.example.com", "async-inst", "cn-hangzhou")
     assert redact("async-secret-123456") == "***"
 
 
 # -- against the emulator ---------------------------------------------------------------------------
 
 
-def test_test_connection_ok_and_failure(tablestore_airflow_conn: str, tablestore_emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_test_connection_ok_and_failure(tablestore_airflow_conn: str, tablestore_emulator: Any,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     ok, message = TablestoreHook(tablestore_airflow_conn).test_connection()
     assert ok, message
     assert tablestore_emulator.instance in message
@@ -210,7 +213,20 @@ def test_table_hook_helpers(tablestore_airflow_conn: str, tablestore_client: Any
     hook.close()
 
 
-def test_tunnel_hook_helpers(tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any) -> None:
+def test_hook_as_a_context_manager_closes_its_client(tablestore_airflow_conn: str) -> None:
+    with TablestoreTunnelHook(tablestore_airflow_conn) as hook:
+        client = hook.get_conn()
+        assert hook.get_conn() is client  # cached inside the block
+        hook.get_conn().list_tunnels()
+    assert hook._client is None  # closed on leaving; a later get_conn() builds a new client
+    with pytest.raises(RuntimeError), TablestoreHook(tablestore_airflow_conn) as table_hook:
+        table_hook.get_conn()
+        raise RuntimeError("the block fails")
+    assert table_hook._client is None  # closed on the way out of a failing block too
+
+
+def test_tunnel_hook_helpers(tablestore_airflow_conn: str, stream_table: str,
+                             tablestore_tunnel_client: Any) -> None:
     hook = TablestoreTunnelHook(tablestore_airflow_conn)
     assert hook.find_tunnel(stream_table, "nope") is None
     tunnel_id = hook.create_tunnel(stream_table, "tun", TunnelType.STREAM)
@@ -229,7 +245,8 @@ def test_tunnel_hook_helpers(tablestore_airflow_conn: str, stream_table: str, ta
 # -- consume-point rule -----------------------------------------------------------------------------
 
 
-def _description(kind: TunnelType, statuses: list[ChannelStatus], point: int, expired: bool = False) -> TunnelDescription:
+def _description(kind: TunnelType, statuses: list[ChannelStatus], point: int,
+                 expired: bool = False) -> TunnelDescription:
     info = TunnelInfo("tid", "tn", "tbl", "inst", kind, TunnelStage.PROCESS_STREAM, "sid", expired=expired)
     channels = tuple(
         ChannelInfo(f"c{i}", "Stream", status, None, point, 0) for i, status in enumerate(statuses)
@@ -241,7 +258,8 @@ def test_stream_tunnel_done_once_consume_point_reaches_cutoff() -> None:
     desc = _description(TunnelType.STREAM, [ChannelStatus.OPEN], 2_000)
     assert evaluate_consume_point(desc, 2_000).done
     assert not evaluate_consume_point(desc, 2_001).done
-    assert not evaluate_consume_point(_description(TunnelType.BASE_AND_STREAM, [ChannelStatus.OPEN], 0), 0).done
+    opening = _description(TunnelType.BASE_AND_STREAM, [ChannelStatus.OPEN], 0)
+    assert not evaluate_consume_point(opening, 0).done
 
 
 def test_base_data_tunnel_done_when_all_channels_terminated() -> None:
@@ -307,8 +325,9 @@ def test_importing_on_an_older_airflow_fails_first_with_one_line(module: str) ->
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("airflow_tablestore.version_compat.UnsupportedAirflowError: airflow-provider-tablestore "
-                           "needs Apache Airflow >= 3.2.0, but Airflow 3.1.8 is installed"), result.stderr[-2000:]
+    assert last.startswith("airflow_tablestore.version_compat.UnsupportedAirflowError: "
+                           "airflow-provider-tablestore needs Apache Airflow >= 3.2.0, but Airflow 3.1.8 is "
+                           "installed"), result.stderr[-2000:]
 
 
 def test_hook_has_no_legacy_form_methods() -> None:

@@ -33,7 +33,8 @@ CTX: Any = {}
 
 def _create(name: str, conn: str, **kwargs: Any) -> TablestoreCreateTableOperator:
     kwargs.setdefault("primary_key", [("id", "string"), {"name": "seq", "type": "INTEGER"}])
-    return TablestoreCreateTableOperator(task_id=unique("create"), table_name=name, tablestore_conn_id=conn, **kwargs)
+    return TablestoreCreateTableOperator(task_id=unique("create"), table_name=name, tablestore_conn_id=conn,
+                                         **kwargs)
 
 
 def test_templated_fields_cover_conn_ids_and_names() -> None:
@@ -50,7 +51,8 @@ def test_templated_fields_cover_conn_ids_and_names() -> None:
 def test_create_table_then_idempotent_rerun(tablestore_airflow_conn: str, tablestore_client: Any) -> None:
     name = unique("op_t")
     options = {"time_to_live": -1, "max_versions": 3, "max_time_deviation": 86400, "allow_update": True}
-    result = _create(name, tablestore_airflow_conn, options=options, stream={"enabled": True, "expiration_hours": 24},
+    result = _create(name, tablestore_airflow_conn, options=options,
+                     stream={"enabled": True, "expiration_hours": 24},
                      defined_columns=[("v", "double")]).execute(CTX)
     assert result["created"] is True and result["table_name"] == name
     assert result["uri"] == f"tablestore://emulator/{name}"
@@ -59,7 +61,8 @@ def test_create_table_then_idempotent_rerun(tablestore_airflow_conn: str, tables
     assert described.schema.options.max_versions == 3
     assert described.stream.enabled
 
-    again = _create(name, tablestore_airflow_conn, options=options, stream=True, defined_columns=[("v", "double")]).execute(CTX)
+    again = _create(name, tablestore_airflow_conn, options=options, stream=True,
+                    defined_columns=[("v", "double")]).execute(CTX)
     assert again["created"] is False
 
 
@@ -67,7 +70,8 @@ def test_create_table_with_different_schema_fails_naming_differences(tablestore_
     name = unique("op_t")
     _create(name, tablestore_airflow_conn).execute(CTX)
     with pytest.raises(AirflowFailException) as info:  # no retry: the same schema will be there next time
-        _create(name, tablestore_airflow_conn, primary_key=[("id", "string")], options={"max_versions": 2}).execute(CTX)
+        _create(name, tablestore_airflow_conn, primary_key=[("id", "string")],
+                options={"max_versions": 2}).execute(CTX)
     assert isinstance(info.value.__cause__, TableSchemaMismatchError)
     message = str(info.value)
     assert "primary key" in message and "max_versions" in message and name in message
@@ -81,19 +85,22 @@ def test_create_table_requires_a_schema(tablestore_airflow_conn: str) -> None:
 
 
 def test_replica_copies_schema_options_stream_and_raises_time_deviation(
-    tablestore_airflow_conn: str, tablestore_client: Any, tablestore_emulator: Any, monkeypatch: pytest.MonkeyPatch
+    tablestore_airflow_conn: str, tablestore_client: Any, tablestore_emulator: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     source = unique("src")
     tablestore_client.create_table(TableSchema(
         name=source,
-        primary_key=(PrimaryKeyColumn("pk", PrimaryKeyType.STRING), PrimaryKeyColumn("n", PrimaryKeyType.INTEGER)),
+        primary_key=(PrimaryKeyColumn("pk", PrimaryKeyType.STRING),
+                     PrimaryKeyColumn("n", PrimaryKeyType.INTEGER)),
         options=TableOptions(time_to_live=-1, max_versions=5, max_time_deviation=3600),
         stream=StreamSpec(enabled=True, expiration_hours=48),
     ))
     monkeypatch.setenv("AIRFLOW_CONN_TABLESTORE_SOURCE", tablestore_emulator.airflow_connection_json())
     target = unique("replica")
     op = TablestoreCreateTableOperator(task_id="replica", table_name=target, source_table=source,
-                                       source_tablestore_conn_id="tablestore_source", tablestore_conn_id=tablestore_airflow_conn)
+                                       source_tablestore_conn_id="tablestore_source",
+                                       tablestore_conn_id=tablestore_airflow_conn)
     assert op.execute(CTX)["created"] is True
     replica = tablestore_client.describe_table(target)
     assert [(c.name, c.type) for c in replica.schema.primary_key] == [
@@ -104,25 +111,29 @@ def test_replica_copies_schema_options_stream_and_raises_time_deviation(
     assert op.execute(CTX)["created"] is False  # idempotent
 
     with pytest.raises(AirflowFailException, match="does not exist"):
-        TablestoreCreateTableOperator(task_id="r2", table_name=unique("replica"), source_table=unique("missing"),
+        TablestoreCreateTableOperator(task_id="r2", table_name=unique("replica"),
+                                      source_table=unique("missing"),
                                       tablestore_conn_id=tablestore_airflow_conn).execute(CTX)
 
 
 def test_delete_table_is_idempotent(tablestore_airflow_conn: str, tablestore_client: Any) -> None:
     name = unique("op_t")
     tablestore_client.create_table(simple_schema(name, stream=False))
-    op = TablestoreDeleteTableOperator(task_id="drop", table_name=name, tablestore_conn_id=tablestore_airflow_conn)
+    op = TablestoreDeleteTableOperator(task_id="drop", table_name=name,
+                                       tablestore_conn_id=tablestore_airflow_conn)
     assert op.execute(CTX) is True
     assert name not in tablestore_client.list_tables()
     assert op.execute(CTX) is False
 
 
-def test_bad_connection_fails_with_the_field_named(monkeypatch: pytest.MonkeyPatch, tablestore_emulator: Any) -> None:
+def test_bad_connection_fails_with_the_field_named(monkeypatch: pytest.MonkeyPatch,
+                                                   tablestore_emulator: Any) -> None:
     conn = json.loads(tablestore_emulator.airflow_connection_json())
     conn["extra"] = {}
     monkeypatch.setenv("AIRFLOW_CONN_TS_NOINST", json.dumps(conn))
     with pytest.raises(AirflowFailException, match="instance_name"):
-        TablestoreDeleteTableOperator(task_id="d", table_name="t", tablestore_conn_id="ts_noinst").execute(CTX)
+        TablestoreDeleteTableOperator(task_id="d", table_name="t",
+                                      tablestore_conn_id="ts_noinst").execute(CTX)
 
 
 # -- create / delete tunnel -------------------------------------------------------------------------
@@ -133,7 +144,8 @@ def _tunnel_op(table: str, name: str, conn: str, **kwargs: Any) -> TablestoreCre
                                           tablestore_conn_id=conn, **kwargs)
 
 
-def test_create_tunnel_returns_id_and_is_idempotent(tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any) -> None:
+def test_create_tunnel_returns_id_and_is_idempotent(tablestore_airflow_conn: str, stream_table: str,
+                                                    tablestore_tunnel_client: Any) -> None:
     tunnel_id = _tunnel_op(stream_table, "t1", tablestore_airflow_conn).execute(CTX)
     described = tablestore_tunnel_client.describe_tunnel(stream_table, "t1")
     assert described.tunnel.tunnel_id == tunnel_id
@@ -152,7 +164,8 @@ def test_tunnel_type_survives_template_rendering(given: TunnelType | str | None)
     assert TunnelType(rendered) is TunnelType(given or TunnelType.BASE_AND_STREAM)
 
 
-def test_create_tunnel_type_conflict_and_invalid_type(tablestore_airflow_conn: str, stream_table: str) -> None:
+def test_create_tunnel_type_conflict_and_invalid_type(tablestore_airflow_conn: str,
+                                                      stream_table: str) -> None:
     _tunnel_op(stream_table, "t2", tablestore_airflow_conn, tunnel_type="Stream").execute(CTX)
     with pytest.raises(Exception, match="already exists with type Stream, wanted BaseData"):
         _tunnel_op(stream_table, "t2", tablestore_airflow_conn, tunnel_type=TunnelType.BASE_DATA).execute(CTX)
@@ -160,7 +173,8 @@ def test_create_tunnel_type_conflict_and_invalid_type(tablestore_airflow_conn: s
         _tunnel_op(stream_table, "t3", tablestore_airflow_conn, tunnel_type="Everything").execute(CTX)
 
 
-def test_create_stream_tunnel_with_templated_offsets(tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any) -> None:
+def test_create_stream_tunnel_with_templated_offsets(tablestore_airflow_conn: str, stream_table: str,
+                                                     tablestore_tunnel_client: Any) -> None:
     start = datetime.now(UTC) - timedelta(seconds=5)
     end = start + timedelta(hours=1)
     tunnel_id = _tunnel_op(stream_table, "backfill", tablestore_airflow_conn, tunnel_type="Stream",
@@ -197,14 +211,16 @@ def test_wrong_secret_fails_at_once_but_transient_errors_stay_retryable(
         tablestore_emulator.control.clear_faults()
 
 
-def test_delete_tunnel_is_idempotent(tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any) -> None:
+def test_delete_tunnel_is_idempotent(tablestore_airflow_conn: str, stream_table: str,
+                                     tablestore_tunnel_client: Any) -> None:
     tablestore_tunnel_client.create_tunnel(stream_table, "gone", TunnelType.STREAM)
     op = TablestoreDeleteTunnelOperator(task_id="dt", table_name=stream_table, tunnel_name="gone",
                                         tablestore_conn_id=tablestore_airflow_conn)
     assert op.execute(CTX) is True
     assert [t for t in tablestore_tunnel_client.list_tunnels(stream_table) if t.tunnel_name == "gone"] == []
     assert op.execute(CTX) is False
-    missing_table = TablestoreDeleteTunnelOperator(task_id="dt2", table_name=unique("missing"), tunnel_name="x",
+    missing_table = TablestoreDeleteTunnelOperator(task_id="dt2", table_name=unique("missing"),
+                                                   tunnel_name="x",
                                                    tablestore_conn_id=tablestore_airflow_conn)
     assert missing_table.execute(CTX) is False
 

@@ -27,7 +27,8 @@ NO_CONTEXT: Any = {}
 tablestore_emulator = own_emulator()  # these tests move the emulator's clock
 
 
-def _sensor(table: str = "t", tunnel: str = "tn", conn: str = "tablestore_default", **kwargs: Any) -> TablestoreTunnelConsumePointSensor:
+def _sensor(table: str = "t", tunnel: str = "tn", conn: str = "tablestore_default",
+            **kwargs: Any) -> TablestoreTunnelConsumePointSensor:
     return TablestoreTunnelConsumePointSensor(task_id=unique("wait"), table_name=table, tunnel_name=tunnel,
                                               tablestore_conn_id=conn, **kwargs)
 
@@ -152,7 +153,8 @@ def test_execute_complete_success_returns_payload() -> None:
 
 def test_execute_complete_error_and_timeout_raise() -> None:
     with pytest.raises(AirflowFailException, match="tunnel gone"):
-        _sensor().execute_complete(NO_CONTEXT, {"status": "error", "code": "OTSParameterInvalid", "message": "tunnel gone"})
+        _sensor().execute_complete(NO_CONTEXT,
+                                   {"status": "error", "code": "OTSParameterInvalid", "message": "tunnel gone"})
     with pytest.raises(AirflowSensorTimeout, match="did not reach"):
         _sensor().execute_complete(NO_CONTEXT, {"status": "timeout", "message": "did not reach the cutoff"})
     with pytest.raises(AirflowSkipException):

@@ -19,5 +19,5 @@ def tablestore_emulator() -> Iterator[EmulatorProcess]:
 
 @pytest.fixture(scope="module")
 def settings(tablestore_emulator: EmulatorProcess) -> ConnectionSettings:
-    return ConnectionSettings(tablestore_emulator.endpoint, tablestore_emulator.instance, tablestore_emulator.access_key_id,
-                              tablestore_emulator.access_key_secret)
+    return ConnectionSettings(tablestore_emulator.endpoint, tablestore_emulator.instance,
+                              tablestore_emulator.access_key_id, tablestore_emulator.access_key_secret)

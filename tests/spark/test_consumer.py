@@ -55,7 +55,8 @@ def test_missing_tunnel_exit_3_without_spark(tablestore_emulator: EmulatorProces
     assert "does not exist" in caplog.text
 
 
-def test_wrong_secret_is_reported_without_the_secret(tablestore_emulator: EmulatorProcess, monkeypatch: pytest.MonkeyPatch,
+def test_wrong_secret_is_reported_without_the_secret(tablestore_emulator: EmulatorProcess,
+                                                     monkeypatch: pytest.MonkeyPatch,
                                                      caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
     _env(monkeypatch, tablestore_emulator.endpoint, SECRET)
     with caplog.at_level(logging.DEBUG):

@@ -17,7 +17,8 @@ from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.driver import ConsumerJob, JobError
 from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.reader import RoundPlan, run_round_locally
-from airflow_tablestore.spark.sinks import ParquetSink, TablestoreSink, read_change_log
+from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
+from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
 from demo import replication as demo
 
 ROWS = 900
@@ -151,11 +152,13 @@ def test_missing_sink_table_fails_before_reading(tablestore_client: Any, tablest
         job(settings, TablestoreSink(settings, "no_such_table"), "--table", src, "--tunnel", tunnel,
             "--phase", "full", "--sink", "tablestore", "--sink-table", "no_such_table", calls=calls).run()
     assert calls == []
-    assert all(c.status != ChannelStatus.TERMINATED for c in tablestore_tunnel_client.describe_tunnel(src, tunnel).channels)
+    assert all(c.status != ChannelStatus.TERMINATED
+               for c in tablestore_tunnel_client.describe_tunnel(src, tunnel).channels)
 
 
 def test_lost_session_reconnects_and_replays_without_duplicates(tablestore_emulator: Any, tablestore_client: Any,
-                                                                tablestore_tunnel_client: Any, settings: ConnectionSettings,
+                                                                tablestore_tunnel_client: Any,
+                                                                settings: ConnectionSettings,
                                                                 unique: Any, tmp_path: Path) -> None:
     """The server forgets the client after the first round was written (time jumps past the client timeout):
     nothing of that round is checkpointed, the driver reconnects and replays it; the change log stays exact."""
@@ -301,7 +304,8 @@ def test_other_spark_failures_are_not_retried_as_session_loss() -> None:
     assert resource_gone_line(wrapped) == "ResourceGoneError: OTSResourceGone: client gone (HTTP 410)"
 
 
-def test_expired_tunnel_fails_clearly_without_spark(tablestore_emulator: Any, tablestore_client: Any, tablestore_tunnel_client: Any,
+def test_expired_tunnel_fails_clearly_without_spark(tablestore_emulator: Any, tablestore_client: Any,
+                                                    tablestore_tunnel_client: Any,
                                                     settings: ConnectionSettings, unique: Any,
                                                     tmp_path: Path) -> None:
     """Run last in this module: it moves the emulator clock 3 hours forward."""

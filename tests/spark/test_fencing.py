@@ -25,7 +25,9 @@ from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.driver import ConsumerJob
 from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.reader import RoundPlan, run_round_locally
-from airflow_tablestore.spark.sinks import ChannelWriter, ParquetSink, Sink, TablestoreSink, read_change_log
+from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
+from airflow_tablestore.spark.sinks.protocol import ChannelWriter, Sink
+from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
 from demo import replication as demo
 
 HOT_ROWS = 40

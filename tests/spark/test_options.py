@@ -172,7 +172,8 @@ def test_a_sink_that_is_the_source_table_is_refused_before_spark_starts(
     assert "the sink is the source table itself (src on instance inst" in message
 
 
-def test_missing_settings_are_a_permanent_exit(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_missing_settings_are_a_permanent_exit(monkeypatch: pytest.MonkeyPatch,
+                                               caplog: pytest.LogCaptureFixture) -> None:
     from airflow_tablestore.spark.consumer import PERMANENT_EXIT_CODES, run
 
     for key in ENV:

@@ -9,9 +9,9 @@ import pytest
 
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import ActionType, Column, Record, SequenceInfo
-from airflow_tablestore.spark import parquet_sink
 from airflow_tablestore.spark.changes import arrow_to_records
-from airflow_tablestore.spark.sinks import ParquetSink, chunk_path, read_change_log, safe_name
+from airflow_tablestore.spark.sinks import parquet as parquet_sink
+from airflow_tablestore.spark.sinks.parquet import ParquetSink, chunk_path, read_change_log, safe_name
 
 
 def _recs(start: int, n: int) -> list[Record]:
@@ -148,11 +148,13 @@ def test_partitioned_by_commit_hour(tmp_path: Path) -> None:
     assert _round(sink, "ch", "A", "B", 1, records) == 4
     sink.publish("ch", "A", "B", 1)
     assert _published(tmp_path) == sorted(
-        f"interval={p}/channel=ch/part-{parquet_sink.chunk_id('A')}.parquet" for p in ("base", "20261123T12", "20261123T13"))
+        f"interval={p}/channel=ch/part-{parquet_sink.chunk_id('A')}.parquet"
+        for p in ("base", "20261123T12", "20261123T13"))
     assert [r.primary_key for r in arrow_to_records(read_change_log(str(tmp_path / "interval=20261123T12")))] == \
         [(("id", 1),), (("id", 2),)]
     assert parquet_sink.interval_partitions(datetime(2026, 11, 23, 12, tzinfo=UTC),
-                                            datetime(2026, 11, 23, 14, tzinfo=UTC), "hour") == ["20261123T12", "20261123T13"]
+                                            datetime(2026, 11, 23, 14, tzinfo=UTC), "hour") == [
+        "20261123T12", "20261123T13"]
     # positions in the round are kept across partitions
     assert sorted(read_change_log(str(tmp_path)).column("record_index").to_pylist()) == [0, 1, 2, 3]
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_tablestore.client.model import ChannelStatus
-from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
+from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
 from airflow_tablestore.spark.session import TunnelSession
 from demo import replication as demo
 
 
-def _tunnel(tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: Any, rows: int = 1200) -> tuple[str, str, str]:
+def _tunnel(tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: Any,
+            rows: int = 1200) -> tuple[str, str, str]:
     src, name = unique("src"), unique("tun")
     demo.create_source_table(tablestore_client, src)
     demo.load_rows(tablestore_client, src, rows)
@@ -23,7 +24,8 @@ def _owners(tablestore_tunnel_client: TunnelClient, src: str, name: str) -> dict
     return {c.channel_id: (c.status, c.client_id) for c in tablestore_tunnel_client.describe_tunnel(src, name).channels}
 
 
-def test_session_takes_channels_and_releases_them_on_rebalance(tablestore_client: Any, tablestore_tunnel_client: TunnelClient,
+def test_session_takes_channels_and_releases_them_on_rebalance(tablestore_client: Any,
+                                                               tablestore_tunnel_client: TunnelClient,
                                                                unique: Any) -> None:
     src, name, tunnel_id = _tunnel(tablestore_client, tablestore_tunnel_client, unique)
     session = TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120)
@@ -79,7 +81,8 @@ def test_commit_never_recommits_under_another_sequence(tablestore_client: Any, t
         assert session.commit(channel, start, seq + 5, result.next_token)
         assert session.get_checkpoint(channel) == (result.next_token, seq + 6)
         # A checkpoint moved on by someone else is kept, not overwritten.
-        later = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel, result.next_token).next_token
+        later = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel,
+                                                      result.next_token).next_token
         token, current = session.get_checkpoint(channel)
         tablestore_tunnel_client.checkpoint(tunnel_id, session.client_id, channel, later, current + 1)
         assert not session.commit(channel, start, seq, result.next_token)

@@ -12,8 +12,9 @@ from typing import Any, cast
 import pytest
 from airflow_helpers import unique
 
+from airflow_tablestore.client.epoch import parse_epoch_ns as to_epoch_ns
 from airflow_tablestore.client.model import TunnelType
-from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, to_epoch_ns
+from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigger
 
 
@@ -51,7 +52,9 @@ def test_serialize_round_trip_keeps_complete_configuration() -> None:
 def test_success_once_a_real_consumer_passes_the_cutoff(
     tablestore_airflow_conn: str, stream_table: str, tablestore_client: Any, tablestore_tunnel_client: Any
 ) -> None:
-    from airflow_tablestore.client.tunnel_worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
+    from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
+    from airflow_tablestore.client.tunnel.processor import CallbackProcessor
+    from airflow_tablestore.client.tunnel.worker import TunnelWorker
 
     # A change from before the tunnel existed: a Stream tunnel starts at "latest" and must not deliver it.
     tablestore_client.put_row(stream_table, (("id", "before"), ("seq", -1)), [("v", -1)])
@@ -65,8 +68,8 @@ def test_success_once_a_real_consumer_passes_the_cutoff(
     seen: list[Any] = []
     config = TunnelWorkerConfig(heartbeat_interval_s=0.2, heartbeat_timeout_s=10.0, checkpoint_interval_s=0.1,
                                 allow_short_intervals=True, progress_log_interval_s=5.0)
-    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id, CallbackProcessor(lambda records, ctx: seen.extend(records)),
-                          config).start()
+    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id,
+                          CallbackProcessor(lambda records, ctx: seen.extend(records)), config).start()
     try:
         event = _first_event(_trigger(stream_table, "tr", tablestore_airflow_conn, cutoff_ns,
                                       poll_interval=0.2, max_wait_seconds=120))
@@ -81,7 +84,9 @@ def test_success_once_a_real_consumer_passes_the_cutoff(
 def test_base_data_tunnel_succeeds_once_every_channel_terminated(
     tablestore_airflow_conn: str, stream_table: str, tablestore_client: Any, tablestore_tunnel_client: Any
 ) -> None:
-    from airflow_tablestore.client.tunnel_worker import CallbackProcessor, TunnelWorker, TunnelWorkerConfig
+    from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
+    from airflow_tablestore.client.tunnel.processor import CallbackProcessor
+    from airflow_tablestore.client.tunnel.worker import TunnelWorker
 
     for i in range(30):
         tablestore_client.put_row(stream_table, (("id", f"b{i}"), ("seq", i)), [("v", i)])
@@ -92,8 +97,8 @@ def test_base_data_tunnel_succeeds_once_every_channel_terminated(
     seen: list[Any] = []
     config = TunnelWorkerConfig(heartbeat_interval_s=0.2, heartbeat_timeout_s=10.0, checkpoint_interval_s=0.1,
                                 allow_short_intervals=True)
-    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id, CallbackProcessor(lambda records, ctx: seen.extend(records)),
-                          config).start()
+    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id,
+                          CallbackProcessor(lambda records, ctx: seen.extend(records)), config).start()
     try:
         # The cutoff is irrelevant for BaseData tunnels: far future still succeeds once all channels end.
         far = to_epoch_ns(datetime.now(UTC) + timedelta(days=365))
@@ -106,10 +111,12 @@ def test_base_data_tunnel_succeeds_once_every_channel_terminated(
     assert len({r.primary_key for r in seen}) == 30
 
 
-def test_timeout_event_on_own_deadline(tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any) -> None:
+def test_timeout_event_on_own_deadline(tablestore_airflow_conn: str, stream_table: str,
+                                       tablestore_tunnel_client: Any) -> None:
     tablestore_tunnel_client.create_tunnel(stream_table, "idle", TunnelType.STREAM)
     far = to_epoch_ns(datetime.now(UTC) + timedelta(days=1))
-    event = _first_event(_trigger(stream_table, "idle", tablestore_airflow_conn, far, poll_interval=0.1, max_wait_seconds=0.3))
+    event = _first_event(_trigger(stream_table, "idle", tablestore_airflow_conn, far, poll_interval=0.1,
+                                  max_wait_seconds=0.3))
     assert event["status"] == "timeout"
     assert "max_wait_seconds=0.3" in event["message"]
 

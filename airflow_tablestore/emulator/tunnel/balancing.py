@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from airflow_tablestore.emulator.tunnel.state import (
+from airflow_tablestore.emulator.tunnel.model import (
     CLOSE,
     CLOSING,
     OPEN,
@@ -36,7 +36,8 @@ def parents_done(tunnel: TunnelState, ch: ChannelState) -> bool:
 
 
 def rebalance(tunnel: TunnelState, client_id: str, live: int) -> list[ChannelState]:
-    """target = ceil(active / live clients): shed extras (OPEN → CLOSING) or take free channels (→ OPEN)."""
+    """target = ceil(active / live clients): shed extras (OPEN → CLOSING) or take free channels
+    (→ OPEN)."""
     base_done = tunnel.base_done()
     active = [c for c in tunnel.channels.values() if eligible(tunnel, c, base_done)]
     if not active or live == 0:

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import airflow_tablestore.emulator.tunnel.tokens as tokens
 from airflow_tablestore.emulator.errors import parameter_invalid
+from airflow_tablestore.emulator.tunnel.clients import ClientRegistry
 from airflow_tablestore.emulator.tunnel.errors import resource_gone, sequence_mismatch, tunnel_expired
-from airflow_tablestore.emulator.tunnel.service_state import ServiceState
-from airflow_tablestore.emulator.tunnel.state import CLOSING, OPEN, ChannelState
+from airflow_tablestore.emulator.tunnel.model import CLOSING, OPEN, ChannelState
+from airflow_tablestore.emulator.tunnel.shared import SharedState
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,22 +32,27 @@ class ReadGrant:
     end_ns: int
 
 
-class ChannelCheckpoints(ServiceState):
+class ChannelCheckpoints:
     """GetCheckpoint / Checkpoint, ReadRecords authorisation and the meaning of "finished"."""
 
+    def __init__(self, state: SharedState, clients: ClientRegistry) -> None:
+        self.state = state
+        self.clients = clients
+
     def get_checkpoint(self, tunnel_id: str, client_id: str, channel_id: str) -> tuple[str, int]:
-        with self.lock:
-            tunnel = self._tunnel_by_id(tunnel_id)
-            self._live_client(tunnel, client_id, self.clock.now_us())
-            ch = self._channel(tunnel, channel_id)
+        with self.state.lock:
+            tunnel = self.state.tunnel_by_id(tunnel_id)
+            self.clients.live_client(tunnel, client_id, self.state.clock.now_us())
+            ch = self.state.channel(tunnel, channel_id)
             return ch.ckpt_token, ch.ckpt_seq
 
     def checkpoint(self, tunnel_id: str, client_id: str, channel_id: str, token: str, seq: int) -> None:
-        pos = None if token == tokens.FINISHED else tokens.decode(token, tokens.binding(tunnel_id, channel_id))
-        with self.lock:
-            tunnel = self._tunnel_by_id(tunnel_id)
-            self._live_client(tunnel, client_id, self.clock.now_us())
-            ch = self._channel(tunnel, channel_id)
+        pos = (None if token == tokens.FINISHED
+               else tokens.decode(token, tokens.binding(tunnel_id, channel_id)))
+        with self.state.lock:
+            tunnel = self.state.tunnel_by_id(tunnel_id)
+            self.clients.live_client(tunnel, client_id, self.state.clock.now_us())
+            ch = self.state.channel(tunnel, channel_id)
             self._require_owner(ch, client_id)
             if pos is not None and isinstance(pos, tokens.StreamPosition) != ch.is_stream:
                 raise parameter_invalid(f"token does not belong to a {ch.kind} channel")
@@ -62,7 +68,7 @@ class ChannelCheckpoints(ServiceState):
                 ch.ckpt_count = pos.count
                 if isinstance(pos, tokens.StreamPosition):
                     ch.ckpt_rpo_ns = pos.consumed_ns
-            self.repo.save_checkpoint(tunnel_id, ch)
+            self.state.repo.save_checkpoint(tunnel_id, ch)
 
     @staticmethod
     def _require_owner(ch: ChannelState, client_id: str) -> None:
@@ -73,10 +79,10 @@ class ChannelCheckpoints(ServiceState):
 
     def grant_read(self, tunnel_id: str, client_id: str, channel_id: str) -> ReadGrant:
         """Validate a ReadRecords call (tunnel, live client, ownership, expiry) and copy what it needs."""
-        with self.lock:
-            tunnel = self._tunnel_by_id(tunnel_id)
-            self._live_client(tunnel, client_id, self.clock.now_us())
-            ch = self._channel(tunnel, channel_id)
+        with self.state.lock:
+            tunnel = self.state.tunnel_by_id(tunnel_id)
+            self.clients.live_client(tunnel, client_id, self.state.clock.now_us())
+            ch = self.state.channel(tunnel, channel_id)
             self._require_owner(ch, client_id)
             if tunnel.expired:
                 raise tunnel_expired()
@@ -85,9 +91,9 @@ class ChannelCheckpoints(ServiceState):
 
     def note_finished(self, tunnel_id: str, channel_id: str, count: int, rpo_ns: int) -> None:
         """Remember what a later "finished" checkpoint of this channel stands for (count, consume point)."""
-        with self.lock:
-            tunnel = self.tunnels.get(tunnel_id)
+        with self.state.lock:
+            tunnel = self.state.tunnels.get(tunnel_id)
             ch = tunnel.channels.get(channel_id) if tunnel else None
             if ch is not None and (ch.final_count, ch.final_rpo_ns) != (count, rpo_ns):
                 ch.final_count, ch.final_rpo_ns = count, rpo_ns
-                self.repo.save_final(tunnel_id, ch)
+                self.state.repo.save_final(tunnel_id, ch)

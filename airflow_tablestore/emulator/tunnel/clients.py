@@ -11,8 +11,8 @@ import logging
 import uuid
 
 from airflow_tablestore.emulator.tunnel.errors import resource_gone, tunnel_expired
-from airflow_tablestore.emulator.tunnel.service_state import ServiceState
-from airflow_tablestore.emulator.tunnel.state import (
+from airflow_tablestore.emulator.tunnel.expiry import TunnelExpiry
+from airflow_tablestore.emulator.tunnel.model import (
     CLOSE,
     CLOSING,
     OPEN,
@@ -20,18 +20,24 @@ from airflow_tablestore.emulator.tunnel.state import (
     ClientState,
     TunnelState,
 )
+from airflow_tablestore.emulator.tunnel.shared import SharedState
 
-log = logging.getLogger("airflow_tablestore.emulator.tunnel.service")  # the service's public module name
+log = logging.getLogger(__name__)
 
 DEFAULT_CLIENT_TIMEOUT_S = 300
 MAX_CLIENT_TIMEOUT_S = 7 * 24 * 3600
 
 
-class ClientRegistry(ServiceState):
+class ClientRegistry:
     """Connected clients: registration, liveness checks and release of a dropped client's channels."""
 
-    def _live_client(self, tunnel: TunnelState, client_id: str, now_us: int) -> ClientState:
-        client = self.clients.get(client_id)
+    def __init__(self, state: SharedState, expiry: TunnelExpiry) -> None:
+        self.state = state
+        self.expiry = expiry
+
+    def live_client(self, tunnel: TunnelState, client_id: str, now_us: int) -> ClientState:
+        """The client, if it belongs to the tunnel and is alive; a timed-out client is dropped (410)."""
+        client = self.state.clients.get(client_id)
         if client is None or client.tunnel_id != tunnel.tunnel_id:
             raise resource_gone("client not exist or heartbeat timed out; reconnect with the tunnel id")
         if client.expired(now_us):
@@ -41,8 +47,8 @@ class ClientRegistry(ServiceState):
 
     def _drop_client(self, client: ClientState, *, reason: str) -> None:
         """Release the client's channels (CLOSE, version+1) and forget it."""
-        self.clients.pop(client.client_id, None)
-        tunnel = self.tunnels.get(client.tunnel_id)
+        self.state.clients.pop(client.client_id, None)
+        tunnel = self.state.tunnels.get(client.tunnel_id)
         changed: list[tuple[str, ChannelState]] = []
         if tunnel is not None:
             for ch in tunnel.channels.values():
@@ -52,32 +58,34 @@ class ClientRegistry(ServiceState):
                         ch.status = CLOSE
                         ch.version += 1
                     changed.append((tunnel.tunnel_id, ch))
-        self.repo.save(channels=changed, deleted_clients=[client.client_id])
-        log.info("tunnel client %s dropped (%s); released %d channel(s)", client.client_id, reason, len(changed))
+        self.state.repo.save(channels=changed, deleted_clients=[client.client_id])
+        log.info("tunnel client %s dropped (%s); released %d channel(s)", client.client_id, reason,
+                 len(changed))
 
-    def _reap(self, now_us: int, tunnel_id: str | None = None) -> None:
-        for client in list(self.clients.values()):
+    def reap(self, now_us: int, tunnel_id: str | None = None) -> None:
+        """Drop clients whose heartbeat timed out (of one tunnel, or of all)."""
+        for client in list(self.state.clients.values()):
             if (tunnel_id is None or client.tunnel_id == tunnel_id) and client.expired(now_us):
                 self._drop_client(client, reason="heartbeat timeout")
 
     def connect(self, tunnel_id: str, timeout_s: int | None, client_tag: str | None) -> str:
-        with self.lock:
-            tunnel = self._tunnel_by_id(tunnel_id)
-            if self._check_expiry(tunnel):
+        with self.state.lock:
+            tunnel = self.state.tunnel_by_id(tunnel_id)
+            if self.expiry.check(tunnel):
                 raise tunnel_expired()
             timeout = int(timeout_s) if timeout_s and timeout_s > 0 else DEFAULT_CLIENT_TIMEOUT_S
             timeout = min(timeout, MAX_CLIENT_TIMEOUT_S)
             tag = (client_tag or "client").strip() or "client"
             client = ClientState(client_id=f"{tag}-{uuid.uuid4().hex[:16]}", tunnel_id=tunnel_id,
-                                 timeout_s=timeout, last_seen_us=self.clock.now_us())
-            self.clients[client.client_id] = client
-            self.repo.save(clients=[client])
+                                 timeout_s=timeout, last_seen_us=self.state.clock.now_us())
+            self.state.clients[client.client_id] = client
+            self.state.repo.save(clients=[client])
             log.info("tunnel %s: client %s connected (timeout %ss)", tunnel.tunnel_name, client.client_id,
                      timeout)
             return client.client_id
 
     def shutdown(self, tunnel_id: str, client_id: str) -> None:
-        with self.lock:
-            tunnel = self._tunnel_by_id(tunnel_id)
-            client = self._live_client(tunnel, client_id, self.clock.now_us())
+        with self.state.lock:
+            tunnel = self.state.tunnel_by_id(tunnel_id)
+            client = self.live_client(tunnel, client_id, self.state.clock.now_us())
             self._drop_client(client, reason="shutdown")

@@ -9,27 +9,31 @@ from __future__ import annotations
 
 import logging
 
-from airflow_tablestore.emulator.tunnel.service_state import ServiceState
-from airflow_tablestore.emulator.tunnel.state import TERMINATED, TunnelState
+from airflow_tablestore.emulator.tunnel.model import TERMINATED, TunnelState
+from airflow_tablestore.emulator.tunnel.shared import SharedState
 
-log = logging.getLogger("airflow_tablestore.emulator.tunnel.service")  # the service's public module name
+log = logging.getLogger(__name__)
 
 
-class TunnelExpiry(ServiceState):
+class TunnelExpiry:
     """Detect and record that a tunnel's stream positions are no longer readable."""
 
-    def _check_expiry(self, tunnel: TunnelState) -> bool:
+    def __init__(self, state: SharedState) -> None:
+        self.state = state
+
+    def check(self, tunnel: TunnelState) -> bool:
         """Mark (sticky) and return whether a stream position fell behind the retained stream log."""
         if tunnel.expired:
             return True
         if not tunnel.has_stream:
             return False
-        if self._stream_gone(tunnel) and any(c.is_stream and c.status != TERMINATED for c in tunnel.channels.values()):
+        if self.state.stream_gone(tunnel) and any(c.is_stream and c.status != TERMINATED
+                                                  for c in tunnel.channels.values()):
             self.mark_expired(tunnel)
             return True
         for ch in tunnel.channels.values():
-            if ch.is_stream and ch.status != TERMINATED and self.position_expired(tunnel.table_name, ch.partition_id,
-                                                                                 ch.ckpt_rpo_ns):
+            if ch.is_stream and ch.status != TERMINATED and self.position_expired(
+                    tunnel.table_name, ch.partition_id, ch.ckpt_rpo_ns):
                 self.mark_expired(tunnel)
                 return True
         return False
@@ -37,21 +41,22 @@ class TunnelExpiry(ServiceState):
     def position_expired(self, table: str, partition_id: str, consumed_ns: int) -> bool:
         """True when records after ``consumed_ns`` may have been trimmed: the position is older than the
         retention horizon and not already at the partition's oldest retained record."""
-        horizon = self.store.retention_start_us(table)
+        stream = self.state.store.stream
+        horizon = stream.retention_start_us(table)
         if horizon is None or consumed_ns >= int(horizon) * 1000:
             return False
-        oldest = self.store.oldest_retained_us(table, partition_id)
+        oldest = stream.oldest_retained_us(table, partition_id)
         return oldest is None or consumed_ns < (int(oldest) - 1) * 1000
 
     def mark_expired(self, tunnel: TunnelState) -> None:
-        with self.lock:
+        with self.state.lock:
             if not tunnel.expired:
                 tunnel.expired = True
-                self.repo.save(tunnels=[tunnel])
+                self.state.repo.save(tunnels=[tunnel])
                 log.warning("tunnel %s expired: stream log retention passed its position", tunnel.tunnel_name)
 
     def expire_tunnel(self, tunnel_id: str) -> None:
-        with self.lock:
-            tunnel = self.tunnels.get(tunnel_id)
+        with self.state.lock:
+            tunnel = self.state.tunnels.get(tunnel_id)
             if tunnel is not None:
                 self.mark_expired(tunnel)

@@ -11,8 +11,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from airflow_tablestore.emulator.tunnel.state import ChannelState, ClientState, TunnelState
-from airflow_tablestore.emulator.tunnel.store_api import StoreAPI
+from airflow_tablestore.emulator.store.core import StoreCore
+from airflow_tablestore.emulator.tunnel.model import ChannelState, ClientState, TunnelState
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS tunnel_tunnels (
@@ -36,26 +36,18 @@ _SCHEMA = (
 _TUNNEL_COLS = ("tunnel_id, table_name, tunnel_name, tunnel_type, stage, create_time_ns, stream_id, "
                 "snapshot_id, start_seq, start_min_ts_us, start_ns, end_ns, stream_config, expired")
 _CHANNEL_COLS = ("tunnel_id, channel_id, kind, ordinal, partition_id, parent_ids, range_start, range_end, "
-                 "status, version, owner, suspended, ckpt_token, ckpt_seq, ckpt_count, ckpt_rpo_ns, final_count, "
-                 "final_rpo_ns")
+                 "status, version, owner, suspended, ckpt_token, ckpt_seq, ckpt_count, ckpt_rpo_ns, "
+                 "final_count, final_rpo_ns")
 _CLIENT_COLS = "client_id, tunnel_id, timeout_s, last_seen_us"
 
 Statement = tuple[str, Sequence[Any]]
 
 
-def _rows(result: Any) -> list[Sequence[Any]]:
-    if result is None:
-        return []
-    if hasattr(result, "fetchall"):
-        return list(result.fetchall())
-    return list(result)
-
-
 class TunnelRepository:
-    """Reads and writes the ``tunnel_*`` tables through the store's ``execute``/``transaction``."""
+    """Reads and writes the ``tunnel_*`` tables through the store's write transactions."""
 
-    def __init__(self, store: StoreAPI) -> None:
-        self._store = store
+    def __init__(self, db: StoreCore) -> None:
+        self._db = db
         self._run([(sql, ()) for sql in _SCHEMA])
 
     # -- writing --------------------------------------------------------------------------------------
@@ -63,10 +55,9 @@ class TunnelRepository:
         stmts = list(statements)
         if not stmts:
             return
-        with self._store.transaction() as tx:
-            target = tx if tx is not None and hasattr(tx, "execute") else self._store
+        with self._db.write() as txn:
             for sql, params in stmts:
-                target.execute(sql, params)
+                txn.execute(sql, params)
 
     @staticmethod
     def tunnel_stmt(t: TunnelState) -> Statement:
@@ -80,7 +71,8 @@ class TunnelRepository:
     @staticmethod
     def channel_stmt(tunnel_id: str, c: ChannelState) -> Statement:
         return (
-            f"INSERT OR REPLACE INTO tunnel_channels ({_CHANNEL_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO tunnel_channels ({_CHANNEL_COLS}) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (tunnel_id, c.channel_id, c.kind, c.ordinal, c.partition_id, json.dumps(list(c.parent_ids)),
              c.range_start, c.range_end, c.status, c.version, c.owner, int(c.suspended), c.ckpt_token,
              c.ckpt_seq, c.ckpt_count, c.ckpt_rpo_ns, c.final_count, c.final_rpo_ns),
@@ -114,7 +106,8 @@ class TunnelRepository:
     def save_final(self, tunnel_id: str, c: ChannelState) -> None:
         """What a later "finished" checkpoint of the channel stands for (row count, consume point)."""
         self._run([(
-            "UPDATE tunnel_channels SET final_count = ?, final_rpo_ns = ? WHERE tunnel_id = ? AND channel_id = ?",
+            "UPDATE tunnel_channels SET final_count = ?, final_rpo_ns = ? "
+            "WHERE tunnel_id = ? AND channel_id = ?",
             (c.final_count, c.final_rpo_ns, tunnel_id, c.channel_id),
         )])
 
@@ -133,14 +126,13 @@ class TunnelRepository:
     def load(self) -> tuple[dict[str, TunnelState], dict[str, ClientState]]:
         """Everything persisted: tunnels (with channels in ordinal order) and clients."""
         tunnels: dict[str, TunnelState] = {}
-        for r in _rows(self._store.execute(f"SELECT {_TUNNEL_COLS} FROM tunnel_tunnels ORDER BY create_time_ns")):
+        for r in self._db.execute(f"SELECT {_TUNNEL_COLS} FROM tunnel_tunnels ORDER BY create_time_ns"):
             tunnels[r[0]] = TunnelState(
                 tunnel_id=r[0], table_name=r[1], tunnel_name=r[2], tunnel_type=r[3], stage=r[4],
                 create_time_ns=r[5], stream_id=r[6], snapshot_id=r[7], start_seq=r[8], start_min_ts_us=r[9],
                 start_ns=r[10], end_ns=r[11], stream_config=bytes(r[12]), expired=bool(r[13]),
             )
-        for r in _rows(self._store.execute(
-                f"SELECT {_CHANNEL_COLS} FROM tunnel_channels ORDER BY tunnel_id, ordinal")):
+        for r in self._db.execute(f"SELECT {_CHANNEL_COLS} FROM tunnel_channels ORDER BY tunnel_id, ordinal"):
             tunnel = tunnels.get(r[0])
             if tunnel is None:
                 continue
@@ -154,6 +146,6 @@ class TunnelRepository:
             )
         clients = {
             r[0]: ClientState(client_id=r[0], tunnel_id=r[1], timeout_s=r[2], last_seen_us=r[3])
-            for r in _rows(self._store.execute(f"SELECT {_CLIENT_COLS} FROM tunnel_clients"))
+            for r in self._db.execute(f"SELECT {_CLIENT_COLS} FROM tunnel_clients")
         }
         return tunnels, clients

@@ -11,8 +11,9 @@ from typing import Any
 
 import airflow_tablestore.emulator.tunnel.tokens as tokens
 from airflow_tablestore.emulator.errors import parameter_invalid
+from airflow_tablestore.emulator.tunnel.checkpoints import ReadGrant
 from airflow_tablestore.emulator.tunnel.errors import tunnel_expired
-from airflow_tablestore.emulator.tunnel.service import ReadGrant, TunnelService
+from airflow_tablestore.emulator.tunnel.service import TunnelService
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
 tunnel_pb2: Any = _tunnel_pb2  # generated module without stubs
@@ -25,20 +26,21 @@ class RecordReader:
     """Serves ``/tunnel/readrecords``: at most ``max_read_records`` records / ~4 MB per call."""
 
     def __init__(self, service: TunnelService) -> None:
-        self.service = service
-        self.store = service.store
-        self.clock = service.clock
-        self.limit = max(1, int(service.config.max_read_records))
+        self.checkpoints = service.checkpoints
+        self.expiry = service.expiry
+        self.store = service.state.store
+        self.limit = max(1, int(service.state.config.max_read_records))
         self._closed: set[tuple[str, str]] = set()
         self._closed_lock = threading.Lock()
 
-    def read(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> tunnel_pb2.ReadRecordsResponse:
+    def read(self, tunnel_id: str, client_id: str, channel_id: str,
+             token: str) -> tunnel_pb2.ReadRecordsResponse:
         """Validate, then read from the position ``token`` names (same token ⇒ same records)."""
         if token == tokens.FINISHED:
             raise parameter_invalid("channel already finished: do not read with token 'finished'")
         tag = tokens.binding(tunnel_id, channel_id)  # the token read and the next token share it
         pos = tokens.decode(token, tag)
-        grant = self.service.grant_read(tunnel_id, client_id, channel_id)
+        grant = self.checkpoints.grant_read(tunnel_id, client_id, channel_id)
         if isinstance(pos, tokens.BasePosition):
             if grant.kind != "BaseData":
                 raise parameter_invalid("token is a base-data token but the channel is a stream channel")
@@ -48,12 +50,13 @@ class RecordReader:
         return self._read_stream(grant, pos, tag)
 
     # -- base ------------------------------------------------------------------------------------------
-    def _read_base(self, grant: ReadGrant, pos: tokens.BasePosition, tag: bytes) -> tunnel_pb2.ReadRecordsResponse:
+    def _read_base(self, grant: ReadGrant, pos: tokens.BasePosition,
+                   tag: bytes) -> tunnel_pb2.ReadRecordsResponse:
         if grant.snapshot_id is None:
             raise parameter_invalid(f"base channel {grant.channel_id} has no snapshot any more")
         limit = self.limit
-        rows = self.store.read_snapshot(grant.snapshot_id, grant.range_start, grant.range_end,
-                                        pos.after_key or None, limit + 1)
+        rows = self.store.snapshots.read(grant.snapshot_id, grant.range_start, grant.range_end,
+                                         pos.after_key or None, limit + 1)
         resp = tunnel_pb2.ReadRecordsResponse()
         add = resp.records.add
         nbytes = 0
@@ -73,21 +76,22 @@ class RecordReader:
         else:
             resp.next_token = tokens.FINISHED
             resp.may_more_record = False
-            self.service.note_finished(grant.tunnel_id, grant.channel_id, count, 0)
+            self.checkpoints.note_finished(grant.tunnel_id, grant.channel_id, count, 0)
         return resp
 
     # -- stream ----------------------------------------------------------------------------------------
-    def _read_stream(self, grant: ReadGrant, pos: tokens.StreamPosition, tag: bytes) -> tunnel_pb2.ReadRecordsResponse:
+    def _read_stream(self, grant: ReadGrant, pos: tokens.StreamPosition,
+                     tag: bytes) -> tunnel_pb2.ReadRecordsResponse:
         table, pid = grant.table_name, grant.partition_id
-        if self.service.position_expired(table, pid, pos.consumed_ns):
-            self.service.expire_tunnel(grant.tunnel_id)
+        if self.expiry.position_expired(table, pid, pos.consumed_ns):
+            self.expiry.expire_tunnel(grant.tunnel_id)
             raise tunnel_expired()
         limit = self.limit
         # Taken before reading, under the store's write lock: every change stamped before this instant is
         # committed and so visible to the read below; a write still in flight gets a later stamp. An idle head
         # may therefore advance the consume point to it without passing an undelivered change.
-        now_ns = self.store.committed_now_us() * 1000
-        entries = self.store.read_stream(table, pid, pos.after_seq, limit + 1)
+        now_ns = self.store.db.committed_now_us() * 1000
+        entries = self.store.stream.read(table, pid, pos.after_seq, limit + 1)
         resp = tunnel_pb2.ReadRecordsResponse()
         add = resp.records.add
         end_ns = grant.end_ns
@@ -117,7 +121,7 @@ class RecordReader:
             if end_ns and now_ns >= end_ns:
                 finished = True
             elif self._partition_closed(table, pid):
-                if self.store.read_stream(table, pid, last_seq, 1):
+                if self.store.stream.read(table, pid, last_seq, 1):
                     more = True
                 else:
                     finished = True
@@ -126,9 +130,10 @@ class RecordReader:
         count = pos.count + taken
         if finished:
             resp.next_token = tokens.FINISHED
-            self.service.note_finished(grant.tunnel_id, grant.channel_id, count, consumed)
+            self.checkpoints.note_finished(grant.tunnel_id, grant.channel_id, count, consumed)
         else:
-            resp.next_token = tokens.encode_stream(tokens.StreamPosition(last_seq, min_ts, consumed, count), tag)
+            resp.next_token = tokens.encode_stream(tokens.StreamPosition(last_seq, min_ts, consumed, count),
+                                                   tag)
         resp.may_more_record = more
         return resp
 
@@ -137,7 +142,7 @@ class RecordReader:
         with self._closed_lock:
             if key in self._closed:
                 return True
-        closed = any(str(p.partition_id) == pid and p.closed for p in self.store.stream_partitions(table))
+        closed = any(str(p.partition_id) == pid and p.closed for p in self.store.stream.partitions(table))
         if closed:
             with self._closed_lock:
                 self._closed.add(key)

@@ -13,9 +13,10 @@ from collections.abc import Iterable
 import airflow_tablestore.emulator.tunnel.tokens as tokens
 from airflow_tablestore.emulator.errors import parameter_invalid
 from airflow_tablestore.emulator.tunnel.balancing import rebalance
+from airflow_tablestore.emulator.tunnel.clients import ClientRegistry
 from airflow_tablestore.emulator.tunnel.errors import tunnel_expired
-from airflow_tablestore.emulator.tunnel.service_state import ServiceState
-from airflow_tablestore.emulator.tunnel.state import (
+from airflow_tablestore.emulator.tunnel.expiry import TunnelExpiry
+from airflow_tablestore.emulator.tunnel.model import (
     BASE_AND_STREAM,
     CLOSE,
     CLOSING,
@@ -27,25 +28,31 @@ from airflow_tablestore.emulator.tunnel.state import (
     ChannelState,
     TunnelState,
 )
+from airflow_tablestore.emulator.tunnel.shared import SharedState
 
-log = logging.getLogger("airflow_tablestore.emulator.tunnel.service")  # the service's public module name
+log = logging.getLogger(__name__)
 
 
 def _sanitize_partition(pid: str) -> str:
     return pid.replace("_", "-") or "p"
 
 
-class ChannelScheduling(ServiceState):
+class ChannelScheduling:
     """Who reads which channel: heartbeats, manual schedule, stage changes and channels for new partitions."""
+
+    def __init__(self, state: SharedState, clients: ClientRegistry, expiry: TunnelExpiry) -> None:
+        self.state = state
+        self.clients = clients
+        self.expiry = expiry
 
     def heartbeat(self, tunnel_id: str, client_id: str,
                   reported: Iterable[tuple[str, int, str]]) -> list[ChannelState]:
         """Apply the client's reported channel states, rebalance, return its OPEN/CLOSING channels."""
-        with self.lock:
-            tunnel = self._tunnel_by_id(tunnel_id)
-            now = self.clock.now_us()
-            self._reap(now, tunnel_id)
-            client = self._live_client(tunnel, client_id, now)
+        with self.state.lock:
+            tunnel = self.state.tunnel_by_id(tunnel_id)
+            now = self.state.clock.now_us()
+            self.clients.reap(now, tunnel_id)
+            client = self.clients.live_client(tunnel, client_id, now)
             client.last_seen_us = now
             changed: dict[str, ChannelState] = {}
             for channel_id, version, status in reported:
@@ -59,26 +66,26 @@ class ChannelScheduling(ServiceState):
                     ch.status, ch.version, ch.owner = TERMINATED, version, None
                     changed[ch.channel_id] = ch
             if tunnel.has_stream:
-                for ch in self._sync_partitions(tunnel):
+                for ch in self.sync_partitions(tunnel):
                     changed[ch.channel_id] = ch
-            self._advance_stage(tunnel)
-            if self._check_expiry(tunnel):
-                self.repo.save(channels=[(tunnel_id, c) for c in changed.values()], clients=[client])
+            self.advance_stage(tunnel)
+            if self.expiry.check(tunnel):
+                self.state.repo.save(channels=[(tunnel_id, c) for c in changed.values()], clients=[client])
                 raise tunnel_expired()
-            live = sum(1 for c in self.clients.values() if c.tunnel_id == tunnel.tunnel_id)
+            live = sum(1 for c in self.state.clients.values() if c.tunnel_id == tunnel.tunnel_id)
             for ch in rebalance(tunnel, client_id, live):
                 changed[ch.channel_id] = ch
-            self.repo.save(channels=[(tunnel_id, c) for c in changed.values()], clients=[client])
+            self.state.repo.save(channels=[(tunnel_id, c) for c in changed.values()], clients=[client])
             return [c for c in tunnel.channels.values()
                     if c.owner == client_id and c.status in (OPEN, CLOSING)]
 
     def schedule(self, tunnel_id: str, requested: Iterable[tuple[str, str]]) -> None:
         """Manual control: OPEN resumes, CLOSING suspends (takes the channel back), TERMINATED ends it."""
-        with self.lock:
-            tunnel = self._tunnel_by_id(tunnel_id)
+        with self.state.lock:
+            tunnel = self.state.tunnel_by_id(tunnel_id)
             items = list(requested)
             for channel_id, _ in items:
-                self._channel(tunnel, channel_id)
+                self.state.channel(tunnel, channel_id)
             changed = []
             for channel_id, status in items:
                 ch = tunnel.channels[channel_id]
@@ -96,28 +103,29 @@ class ChannelScheduling(ServiceState):
                 else:
                     raise parameter_invalid(f"cannot schedule channel {channel_id} to {status}")
                 changed.append((tunnel_id, ch))
-            self.repo.save(channels=changed)
-            self._advance_stage(tunnel)
+            self.state.repo.save(channels=changed)
+            self.advance_stage(tunnel)
 
-    def _advance_stage(self, tunnel: TunnelState) -> None:
+    def advance_stage(self, tunnel: TunnelState) -> None:
+        """Move a tunnel whose base data is done to its next stage (and drop its snapshot)."""
         if tunnel.stage != STAGE_BASE or not tunnel.base_done():
             return
         if tunnel.tunnel_type == BASE_AND_STREAM:
             tunnel.stage = STAGE_STREAM
             log.info("tunnel %s: base data done, stream phase starts", tunnel.tunnel_name)
         if tunnel.snapshot_id is not None:
-            self._drop_snapshot(tunnel)
+            self.state.drop_snapshot(tunnel)
             tunnel.snapshot_id = None
-        self.repo.save(tunnels=[tunnel])
+        self.state.repo.save(tunnels=[tunnel])
 
-    def _sync_partitions(self, tunnel: TunnelState) -> list[ChannelState]:
+    def sync_partitions(self, tunnel: TunnelState) -> list[ChannelState]:
         """Create channels for stream partitions this tunnel has not seen yet (e.g. split children)."""
-        if self._stream_gone(tunnel):
+        if self.state.stream_gone(tunnel):
             return []
         known = {c.partition_id for c in tunnel.channels.values() if c.is_stream}
         created: list[ChannelState] = []
         ordinal = len(tunnel.channels)
-        for part in self.store.stream_partitions(tunnel.table_name):
+        for part in self.state.store.stream.partitions(tunnel.table_name):
             pid = str(part.partition_id)
             if pid in known:
                 continue
@@ -129,7 +137,7 @@ class ChannelScheduling(ServiceState):
                 ckpt_token=tokens.encode_stream(start, tokens.binding(tunnel.tunnel_id, channel_id)),
                 ckpt_rpo_ns=tunnel.start_ns,
             )
-            if part.closed and not self.store.read_stream(tunnel.table_name, pid, tunnel.start_seq, 1):
+            if part.closed and not self.state.store.stream.read(tunnel.table_name, pid, tunnel.start_seq, 1):
                 # A partition that was split before the tunnel's start point has nothing to deliver.
                 ch.status, ch.ckpt_token = TERMINATED, tokens.FINISHED
             tunnel.channels[ch.channel_id] = ch

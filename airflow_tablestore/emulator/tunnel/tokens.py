@@ -12,9 +12,9 @@ records. Layout chosen by the emulator (clients treat tokens as opaque except fo
 * both: ``total_count`` = rows delivered before this position (DescribeTunnel ``channel_count``).
 
 Every token is bound to the tunnel and channel that issued it (:func:`binding`: 8 bytes of a hash of both ids,
-in front of ``primary_key`` for base tokens and as a fourth iterator field for stream tokens). A token shown to
-another tunnel or channel is refused as invalid (400 ``OTSParameterInvalid``), so a confused consumer can neither
-read "finished" from the wrong channel nor overwrite another channel's checkpoint.
+in front of ``primary_key`` for base tokens and as a fourth iterator field for stream tokens). A token shown
+to another tunnel or channel is refused as invalid (400 ``OTSParameterInvalid``), so a confused consumer can
+neither read "finished" from the wrong channel nor overwrite another channel's checkpoint.
 """
 
 from __future__ import annotations

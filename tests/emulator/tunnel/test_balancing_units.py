@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_tablestore.emulator.tunnel.balancing import eligible, parents_done, rebalance
-from airflow_tablestore.emulator.tunnel.state import (
+from airflow_tablestore.emulator.tunnel.model import (
     BASE_AND_STREAM,
     BASE_DATA,
     CLOSE,

@@ -23,8 +23,9 @@ from airflow_tablestore.client.model import (
     TableSchema,
     TunnelType,
 )
-from airflow_tablestore.client.table import TableClient
-from airflow_tablestore.client.tunnel import FINISHED, TunnelClient
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import TunnelClient
+from airflow_tablestore.client.tunnel.reads import FINISHED
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tunnel_emu_http import Http, signed_headers
 
-from airflow_tablestore.emulator import codec
+from airflow_tablestore.emulator.codec.encode import encode_primary_key, encode_row
+from airflow_tablestore.emulator.codec.format import INF_MAX, INF_MIN
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
@@ -59,7 +60,7 @@ class World:
 
 
 def _inf(which: str) -> bytes:
-    return codec.encode_pk([("pk", codec.INF_MIN if which == "min" else codec.INF_MAX)])
+    return encode_primary_key([("pk", INF_MIN if which == "min" else INF_MAX)])
 
 
 def _valid_requests(http: Http) -> dict[str, bytes]:
@@ -73,8 +74,8 @@ def _valid_requests(http: Http) -> dict[str, bytes]:
     token, seq = tunnel.get_checkpoint(tid, cid, channel)
     stream_id = http.call("/ListStream", table_pb2.ListStreamRequest(table_name=SCRATCH),
                           table_pb2.ListStreamResponse).streams[0].stream_id
-    row = codec.encode_row([("pk", 1)], [("col", "x", None, None)])
-    pk = codec.encode_row([("pk", 1)], [])
+    row = encode_row([("pk", 1)], [("col", "x", None, None)])
+    pk = encode_row([("pk", 1)], [])
     cu = table_pb2.CapacityUnit(read=0, write=0)
     shard = http.call("/DescribeStream", table_pb2.DescribeStreamRequest(stream_id=stream_id),
                       table_pb2.DescribeStreamResponse).shards[0].shard_id
@@ -82,19 +83,21 @@ def _valid_requests(http: Http) -> dict[str, bytes]:
                          table_pb2.GetShardIteratorResponse).shard_iterator
     messages: dict[str, Any] = {
         "/CreateTable": table_pb2.CreateTableRequest(
-            table_meta=table_pb2.TableMeta(table_name="fuzz_new", primary_key=[table_pb2.PrimaryKeySchema(name="pk", type=1)]),
+            table_meta=table_pb2.TableMeta(table_name="fuzz_new",
+                                           primary_key=[table_pb2.PrimaryKeySchema(name="pk", type=1)]),
             reserved_throughput=table_pb2.ReservedThroughput(capacity_unit=cu),
             table_options=table_pb2.TableOptions(time_to_live=-1, max_versions=1)),
         "/ListTable": table_pb2.ListTableRequest(),
         "/DeleteTable": table_pb2.DeleteTableRequest(table_name="fuzz_new"),
-        "/UpdateTable": table_pb2.UpdateTableRequest(table_name=SCRATCH, table_options=table_pb2.TableOptions(max_versions=2)),
+        "/UpdateTable": table_pb2.UpdateTableRequest(table_name=SCRATCH,
+                                                     table_options=table_pb2.TableOptions(max_versions=2)),
         "/DescribeTable": table_pb2.DescribeTableRequest(table_name=SCRATCH),
         "/ComputeSplitPointsBySize": table_pb2.ComputeSplitPointsBySizeRequest(table_name=SCRATCH, split_size=1),
         "/GetRow": table_pb2.GetRowRequest(table_name=SCRATCH, primary_key=pk, max_versions=1),
         "/PutRow": table_pb2.PutRowRequest(table_name=SCRATCH, row=row, condition=table_pb2.Condition(row_existence=0)),
         "/UpdateRow": table_pb2.UpdateRowRequest(table_name=SCRATCH, row_change=row,
                                                  condition=table_pb2.Condition(row_existence=0)),
-        "/DeleteRow": table_pb2.DeleteRowRequest(table_name=SCRATCH, primary_key=codec.encode_row(
+        "/DeleteRow": table_pb2.DeleteRowRequest(table_name=SCRATCH, primary_key=encode_row(
             [("pk", 2)], [], delete_marker=True), condition=table_pb2.Condition(row_existence=0)),
         "/BatchGetRow": table_pb2.BatchGetRowRequest(tables=[table_pb2.TableInBatchGetRowRequest(
             table_name=SCRATCH, primary_key=[pk], max_versions=1)]),

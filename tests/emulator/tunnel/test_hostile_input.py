@@ -104,9 +104,9 @@ def test_a_deeply_nested_filter_is_400(http: Http, table: str) -> None:
     for _ in range(3000):
         wrapper = filter_pb2.CompositeColumnValueFilter(combinator=1, sub_filters=[node])
         node = filter_pb2.Filter(type=filter_pb2.FT_COMPOSITE_COLUMN_VALUE, filter=wrapper.SerializeToString())
-    from airflow_tablestore.emulator import codec
+    from airflow_tablestore.emulator.codec.encode import encode_row
 
-    req = table_pb2.GetRowRequest(table_name=table, primary_key=codec.encode_row([("pk", 1)], []),
+    req = table_pb2.GetRowRequest(table_name=table, primary_key=encode_row([("pk", 1)], []),
                                   filter=node.SerializeToString(), max_versions=1)
     assert _error(http.post_raw("/GetRow", req.SerializeToString())) == (400, "OTSParameterInvalid")
     _still_serving(http, table)

@@ -231,7 +231,7 @@ def test_recreated_table_does_not_leak_into_old_tunnel(env: Env) -> None:
     table = env.create_table()
     env.tunnel.create(table, "s", 2)
     before = {c.channel_id for c in env.tunnel.describe(table, "s").channels}
-    env.store.delete_table(table)
+    env.store.tables.delete(table)
     env.create_table(table)
     desc = env.tunnel.describe(table, "s")
     assert {c.channel_id for c in desc.channels} == before  # no channels of the new table's stream

@@ -7,13 +7,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from airflow_tablestore.emulator import codec
 from airflow_tablestore.emulator.clock import Clock
+from airflow_tablestore.emulator.codec.decode import decode_row
 from airflow_tablestore.emulator.config import EmulatorConfig
 from airflow_tablestore.emulator.errors import EmulatorError
-from airflow_tablestore.emulator.keys import encode_key
-from airflow_tablestore.emulator.storage import ACTION_DELETE, ACTION_PUT, Store
-from airflow_tablestore.emulator.tunnel import build_tunnel_handlers
+from airflow_tablestore.emulator.store.database import Store
+from airflow_tablestore.emulator.store.keys import encode_key
+from airflow_tablestore.emulator.store.model import ACTION_DELETE, ACTION_PUT
+from airflow_tablestore.emulator.tunnel.api import TunnelApi
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
 tunnel_pb2: Any = _tunnel_pb2
@@ -38,25 +39,25 @@ def table_meta(name: str, *, stream: bool = True, retention_hours: int = 168) ->
 
 def put(store: Store, table: str, pk: int, value: str) -> int | None:
     """Write one row (single column ``col``) and its stream record; returns the stream seq."""
-    info = store.get_table_info(table)
+    info = store.tables.get(table)
     assert info is not None
-    with store.write() as txn:
+    with store.db.write() as txn:
         ts_ms = store.clock.now_ms()
         txn.put(info.table_id, encode_key([pk]), {"col": [(ts_ms, value)]})
-        return txn.log(info, ACTION_PUT, [("pk", pk)], [("col", value, None, ts_ms)])
+        return store.stream.append(txn, info, ACTION_PUT, [("pk", pk)], [("col", value, None, ts_ms)])
 
 
 def delete(store: Store, table: str, pk: int) -> int | None:
-    info = store.get_table_info(table)
+    info = store.tables.get(table)
     assert info is not None
-    with store.write() as txn:
+    with store.db.write() as txn:
         txn.delete(info.table_id, encode_key([pk]))
-        return txn.log(info, ACTION_DELETE, [("pk", pk)], [])
+        return store.stream.append(txn, info, ACTION_DELETE, [("pk", pk)], [])
 
 
 def decode_pk_col(record: bytes) -> tuple[int, str | None]:
     """(pk, value of ``col`` or None) of a one-row PlainBuffer record."""
-    row = codec.decode_row(record)
+    row = decode_row(record)
     value = row.cells[0].value if row.cells else None
     return int(row.pk[0][1]), None if value is None else str(value)  # type: ignore[arg-type]
 
@@ -185,15 +186,15 @@ class Env:
         self.clock = Clock()
         self.config = EmulatorConfig(**{"base_channel_rows": 10, "max_read_records": 7, **config})
         self.store = new_store(str(path / "emu.db"), self.clock, partitions=2)
-        self.tunnel = Tunnel(in_process_call(build_tunnel_handlers(self.store, self.clock, self.config)))
+        self.tunnel = Tunnel(in_process_call(TunnelApi(self.store, self.clock, self.config).routes()))
 
     def restart(self) -> None:
         self.store.close()
         self.store = new_store(str(self.path / "emu.db"), self.clock, partitions=2)
-        self.tunnel = Tunnel(in_process_call(build_tunnel_handlers(self.store, self.clock, self.config)))
+        self.tunnel = Tunnel(in_process_call(TunnelApi(self.store, self.clock, self.config).routes()))
 
     def create_table(self, name: str = "t", **kw: Any) -> str:
-        self.store.create_table(table_meta(name, **kw))
+        self.store.tables.create(table_meta(name, **kw))
         return name
 
 

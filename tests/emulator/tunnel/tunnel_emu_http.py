@@ -15,7 +15,7 @@ from typing import Any
 import requests
 from tunnel_emu_helpers import CallError, Tunnel
 
-from airflow_tablestore.emulator import codec
+from airflow_tablestore.emulator.codec.encode import encode_row
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
@@ -82,7 +82,8 @@ class Http:
     # -- table setup ----------------------------------------------------------------------------------
     def create_table(self, name: str, *, stream: bool = True, expiration_hours: int = 24) -> str:
         req = table_pb2.CreateTableRequest(
-            table_meta=table_pb2.TableMeta(table_name=name, primary_key=[table_pb2.PrimaryKeySchema(name="pk", type=1)]),
+            table_meta=table_pb2.TableMeta(table_name=name,
+                                           primary_key=[table_pb2.PrimaryKeySchema(name="pk", type=1)]),
             reserved_throughput=table_pb2.ReservedThroughput(capacity_unit=table_pb2.CapacityUnit(read=0, write=0)),
             table_options=table_pb2.TableOptions(time_to_live=-1, max_versions=1),
         )
@@ -97,13 +98,14 @@ class Http:
         rows = []
         for pk, value in (puts or {}).items():
             rows.append(table_pb2.RowInBatchWriteRowRequest(
-                type=1, row_change=codec.encode_row([("pk", pk)], [("col", value, None, None)]),
+                type=1, row_change=encode_row([("pk", pk)], [("col", value, None, None)]),
                 condition=table_pb2.Condition(row_existence=0)))
         for pk in deletes or []:
             rows.append(table_pb2.RowInBatchWriteRowRequest(
-                type=3, row_change=codec.encode_row([("pk", pk)], [], delete_marker=True),
+                type=3, row_change=encode_row([("pk", pk)], [], delete_marker=True),
                 condition=table_pb2.Condition(row_existence=0)))
-        req = table_pb2.BatchWriteRowRequest(tables=[table_pb2.TableInBatchWriteRowRequest(table_name=table, rows=rows)])
+        req = table_pb2.BatchWriteRowRequest(
+            tables=[table_pb2.TableInBatchWriteRowRequest(table_name=table, rows=rows)])
         resp = self.call("/BatchWriteRow", req, table_pb2.BatchWriteRowResponse)
         assert all(r.is_ok for t in resp.tables for r in t.rows), resp
 

@@ -1,0 +1,5 @@
+"""PlainBuffer: the row encoding of the table API and of tunnel records, and its CRC-8.
+
+One module per job: ``format`` (tags, value types, layouts), ``encode`` (rows to bytes), ``decode`` (bytes to
+rows), ``sqlvariant`` (single filter/boundary values) and ``crc8`` (the checksum). Import from those modules.
+"""

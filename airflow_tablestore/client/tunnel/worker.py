@@ -1,0 +1,365 @@
+"""``TunnelWorker``: consume a whole tunnel with a user processor — the Python Java/Go tunnel worker.
+
+One heartbeat thread owns the session: connect, heartbeat every interval (and right after a channel closes),
+merge channel states by version, start/stop one :class:`ChannelConsumer` per assigned channel. Losing the
+session (``OTSResourceGone`` on heartbeat, or no successful heartbeat for ``heartbeat_timeout_s``) closes the
+consumers and reconnects with a new client id after a random back-off, like the Go SDK's daemon. Fatal codes
+(``OTSTunnelExpired``, ``OTSParameterInvalid``, ``OTSPermissionDenied``) stop the worker with
+:class:`TunnelWorkerError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from types import TracebackType
+
+from airflow_tablestore.client.backoff import spread
+from airflow_tablestore.client.errors import (
+    InvalidParameterError,
+    ResourceGoneError,
+    TablestoreError,
+    TunnelExpiredError,
+    TunnelNotFoundError,
+)
+from airflow_tablestore.client.model import ChannelStatus
+from airflow_tablestore.client.tunnel.channel import (
+    THREAD_PREFIX,
+    ChannelConsumer,
+    ConsumerState,
+    new_trace_id,
+)
+from airflow_tablestore.client.tunnel.client import Channel, TunnelClient
+from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
+from airflow_tablestore.client.tunnel.metrics import MetricsSnapshot, WorkerMetrics
+from airflow_tablestore.client.tunnel.processor import (
+    ChannelContext,
+    ChannelProcessor,
+    ProcessorFactory,
+)
+from airflow_tablestore.client.tunnel.reads import FINISHED, is_stream_token
+from airflow_tablestore.client.tunnel.session import merge_channels
+
+log = logging.getLogger(__name__)
+
+MIN_HEARTBEAT_GAP_S = 1.0
+FATAL_CODES = frozenset({"OTSTunnelExpired", "OTSParameterInvalid", "OTSPermissionDenied"})
+
+
+class TunnelWorkerError(TablestoreError):
+    """The worker stopped for good; ``cause`` is the service error. The message says what to do."""
+
+    def __init__(self, code: str, message: str, http_status: int | None = None,
+                 request_id: str | None = None) -> None:
+        super().__init__(code, message, http_status, request_id)
+
+
+def _advice(exc: TablestoreError) -> str:
+    if isinstance(exc, TunnelExpiredError):
+        return ("the tunnel's stream position fell out of the stream log retention; delete the tunnel and "
+                "create it again (this restarts with a full base-data copy)")
+    if isinstance(exc, TunnelNotFoundError):
+        return "the tunnel does not exist (deleted?); create it or fix the tunnel id"
+    if isinstance(exc, InvalidParameterError):
+        return "the service rejected a parameter; check the tunnel id and the worker configuration"
+    return (
+        "the AccessKey has no permission on this tunnel/table; grant it (RAM policy) and restart the worker"
+    )
+
+
+def _is_fatal(exc: BaseException) -> bool:
+    return isinstance(exc, TablestoreError) and exc.code in FATAL_CODES
+
+
+class _SessionLost(Exception):
+    pass
+
+
+class TunnelWorker:
+    """Consume tunnel ``tunnel_id`` with ``processor``.
+
+    ``processor`` is either one :class:`ChannelProcessor` shared by all channels (called concurrently from
+    channel threads) or a factory ``f(context) -> ChannelProcessor`` called once per channel consumer.
+    Use :meth:`run` (blocking) or :meth:`start`/:meth:`join`; :meth:`shutdown` stops gracefully
+    (checkpoints, then the Shutdown RPC). Works as a context manager (start / shutdown).
+    """
+
+    def __init__(
+        self,
+        client: TunnelClient,
+        tunnel_id: str,
+        processor: ChannelProcessor | ProcessorFactory,
+        config: TunnelWorkerConfig | None = None,
+    ) -> None:
+        self.client = client
+        self.tunnel_id = tunnel_id
+        self.config = config or TunnelWorkerConfig()
+        self._shared: ChannelProcessor | None = None
+        self._factory: ProcessorFactory | None = None
+        if isinstance(processor, ChannelProcessor):
+            self._shared = processor
+        elif callable(processor):
+            self._factory = processor
+        else:
+            raise TypeError("processor must be a ChannelProcessor or a callable factory(context)")
+        self._metrics = WorkerMetrics()
+        self._semaphore = (threading.BoundedSemaphore(self.config.max_channel_parallel)
+                           if self.config.max_channel_parallel else None)
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._graceful = True
+        self._lock = threading.Lock()
+        self._consumers: dict[str, ChannelConsumer] = {}
+        self._channels: dict[str, Channel] = {}
+        self._retired: list[ChannelConsumer] = []
+        self._fatal: TunnelWorkerError | None = None
+        self._thread: threading.Thread | None = None
+        self.client_id: str | None = None
+
+    def __repr__(self) -> str:
+        return f"TunnelWorker(tunnel_id={self.tunnel_id!r}, client_id={self.client_id!r})"
+
+    # -- public API ---------------------------------------------------------------------------------
+    @property
+    def metrics(self) -> MetricsSnapshot:
+        """Current counters (channels owned, records, bytes, checkpoints, lag)."""
+        return self._metrics.snapshot()
+
+    @property
+    def error(self) -> TunnelWorkerError | None:
+        """The fatal error that stopped the worker, if any."""
+        return self._fatal
+
+    def owned_channels(self) -> list[str]:
+        """Ids of the channels this worker is consuming right now."""
+        with self._lock:
+            return sorted(cid for cid, c in self._consumers.items()
+                          if c.state in (ConsumerState.WAIT, ConsumerState.RUNNING))
+
+    def run(self) -> None:
+        """Consume until :meth:`shutdown` (or a fatal error, raised as :class:`TunnelWorkerError`)."""
+        try:
+            while not self._stop.is_set():
+                try:
+                    self._session()
+                except _SessionLost as exc:
+                    self._metrics.add("reconnects")
+                    delay = spread(*self.config.reconnect_backoff_s)
+                    log.warning(
+                        "tunnel %s: session lost (%s); reconnecting in %.1fs", self.tunnel_id, exc, delay
+                    )
+                    self._stop.wait(delay)
+        finally:
+            if self._shared is not None:
+                try:
+                    self._shared.shutdown()
+                except Exception:  # noqa: BLE001
+                    log.exception("processor shutdown failed")
+        if self._fatal is not None:
+            raise self._fatal
+
+    def start(self) -> TunnelWorker:
+        """Run in a background thread."""
+        if self._thread is not None:
+            raise RuntimeError("worker already started")
+        self._thread = threading.Thread(target=self._run_quietly, name=f"tunnel-worker-{self.tunnel_id}",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the background thread; re-raises the fatal error if the worker stopped on one."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._fatal is not None:
+            raise self._fatal
+
+    def is_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def shutdown(self, *, graceful: bool = True, timeout: float | None = 60.0) -> None:
+        """Stop: consumers checkpoint their last processed token, then the client leaves (Shutdown RPC).
+        ``graceful=False`` just stops the threads (no checkpoint flush, no Shutdown) — it simulates a crash,
+        for tests; the server reassigns the channels after the heartbeat timeout."""
+        self._graceful = graceful
+        self._stop.set()
+        self._wake.set()
+        current = threading.current_thread()
+        # From inside a processor (a channel thread) just signal: joining would wait for ourselves.
+        if (self._thread is not None and self._thread is not current
+                and not current.name.startswith(THREAD_PREFIX)):
+            self._thread.join(timeout)
+
+    def __enter__(self) -> TunnelWorker:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    # -- session ------------------------------------------------------------------------------------
+    def _run_quietly(self) -> None:
+        try:
+            self.run()
+        except TunnelWorkerError:
+            pass  # kept in self._fatal, re-raised by join()
+        except Exception:  # noqa: BLE001
+            log.exception("tunnel worker crashed")
+
+    def _raise_fatal(self, exc: TablestoreError) -> None:
+        if self._fatal is None:
+            self._fatal = TunnelWorkerError(
+                exc.code,
+                f"tunnel {self.tunnel_id}: {exc.message} — {_advice(exc)}",
+                exc.http_status,
+                exc.request_id,
+            )
+            log.error("tunnel worker stopped: %s", self._fatal)
+        self._stop.set()
+        self._wake.set()
+
+    def _on_channel_fatal(self, exc: BaseException) -> None:
+        if _is_fatal(exc):
+            assert isinstance(exc, TablestoreError)
+            self._raise_fatal(exc)
+
+    def _session(self) -> None:
+        try:
+            self.client_id = self.client.connect(
+                self.tunnel_id,
+                timeout_s=max(1, round(self.config.heartbeat_timeout_s)),
+                client_tag=self.config.client_tag,
+            )
+        except TablestoreError as exc:
+            if _is_fatal(exc):
+                self._raise_fatal(exc)
+                return
+            raise _SessionLost(f"connect failed: {exc}") from exc
+        log.info("tunnel %s: connected as client %s", self.tunnel_id, self.client_id)
+        last_ok = time.monotonic()
+        lost: _SessionLost | None = None
+        try:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    self._heartbeat_once()
+                    last_ok = time.monotonic()
+                except ResourceGoneError as exc:
+                    raise _SessionLost(f"heartbeat: {exc}") from exc
+                except TablestoreError as exc:
+                    if _is_fatal(exc):
+                        self._raise_fatal(exc)
+                        break
+                    if time.monotonic() - last_ok > self.config.heartbeat_timeout_s:
+                        raise _SessionLost(f"no successful heartbeat for {self.config.heartbeat_timeout_s}s; "
+                                           f"last error: {exc}") from exc
+                    log.warning("tunnel %s: heartbeat failed (%s); retrying", self.tunnel_id, exc)
+                self._metrics.maybe_log(self.config.progress_log_interval_s, self.tunnel_id)
+                self._wake.wait(self.config.heartbeat_interval_s)
+                self._wake.clear()
+                # Woken early (a channel closed): still keep a minimum gap between heartbeats.
+                gap = min(MIN_HEARTBEAT_GAP_S, self.config.heartbeat_interval_s) - (
+                    time.monotonic() - started
+                )
+                if gap > 0:
+                    self._stop.wait(gap)
+        except _SessionLost as exc:
+            lost = exc
+        self._end_session(graceful=lost is None and self._graceful and self._fatal is None)
+        if lost is not None:
+            raise lost
+
+    def _end_session(self, *, graceful: bool) -> None:
+        with self._lock:
+            consumers = list(self._consumers.values()) + self._retired
+            self._consumers.clear()
+            self._retired.clear()
+            self._channels.clear()
+        for consumer in consumers:
+            consumer.stop(flush=graceful)
+        for consumer in consumers:
+            if not consumer.join(timeout=30.0):
+                log.warning("channel %s did not stop within 30s", consumer.channel_id)
+        self._metrics.maybe_log(self.config.progress_log_interval_s, self.tunnel_id, force=True)
+        self._metrics.set_owned(0)
+        client_id, self.client_id = self.client_id, None
+        if client_id and self._graceful:
+            try:
+                self.client.shutdown(self.tunnel_id, client_id)
+                log.info("tunnel %s: client %s shut down", self.tunnel_id, client_id)
+            except TablestoreError as exc:
+                log.info("tunnel %s: shutdown RPC failed (%s); the server will time the client out",
+                         self.tunnel_id, exc)
+
+    # -- one heartbeat ------------------------------------------------------------------------------
+    def _heartbeat_once(self) -> None:
+        assert self.client_id is not None
+        with self._lock:
+            for cid, current in self._consumers.items():
+                report = current.report()
+                if report is not None:
+                    self._channels[cid] = report
+            sent = list(self._channels.values())
+            self._retired = [c for c in self._retired if any(t.is_alive() for t in c._threads)]
+        answer = self.client.heartbeat(self.tunnel_id, self.client_id, sent)
+        with self._lock:
+            from_server = {ch.channel_id: ch for ch in answer}
+            merged = merge_channels(self._channels, answer)
+            for cid in list(self._consumers):
+                if cid not in merged:
+                    self._retire(cid)
+            for ch in merged.values():
+                consumer: ChannelConsumer | None = self._consumers.get(ch.channel_id)
+                if consumer is not None and consumer.superseded_by(ch):
+                    self._retire(ch.channel_id)
+                    consumer = None
+                if consumer is None:
+                    if ch.status not in (ChannelStatus.OPEN, ChannelStatus.CLOSING):
+                        continue
+                    consumer = self._new_consumer(ch)
+                    self._consumers[ch.channel_id] = consumer
+                if ch == from_server[ch.channel_id]:  # never feed our own pending report back
+                    consumer.notify(ch)
+            self._channels = {cid: ch for cid, ch in merged.items() if cid in self._consumers}
+            owned = sum(1 for c in self._consumers.values()
+                        if c.state in (ConsumerState.WAIT, ConsumerState.RUNNING))
+        self._metrics.set_owned(owned)
+
+    def _retire(self, channel_id: str) -> None:
+        consumer = self._consumers.pop(channel_id)
+        consumer.stop(flush=consumer.state != ConsumerState.CLOSED)
+        self._retired.append(consumer)
+        self._metrics.forget(channel_id)
+
+    def _new_consumer(self, ch: Channel) -> ChannelConsumer:
+        assert self.client_id is not None
+        token, seq = "", 0
+        failed: BaseException | None = None
+        try:
+            token, seq = self.client.get_checkpoint(self.tunnel_id, self.client_id, ch.channel_id)
+        except ResourceGoneError:
+            raise
+        except TablestoreError as exc:
+            log.warning("channel %s: GetCheckpoint failed (%s); releasing it", ch.channel_id, exc)
+            failed = exc
+        # The SDK heuristic (a token with an iterator is a stream token), plus the "BaseData_" id prefix.
+        stream = token != FINISHED and (is_stream_token(token) or not ch.channel_id.startswith("BaseData"))
+        context = ChannelContext(self.tunnel_id, self.client_id, ch.channel_id,
+                                 "Stream" if stream else "BaseData", token, token, new_trace_id())
+        processor: ChannelProcessor | None = self._shared
+        owns = False
+        if failed is None and self._factory is not None:
+            try:
+                processor = self._factory(context)
+                owns = True
+            except Exception as exc:  # noqa: BLE001
+                log.exception("channel %s: processor factory failed; releasing it", ch.channel_id)
+                failed = exc
+        return ChannelConsumer(
+            client=self.client, context=context, channel=ch, token=token, sequence_number=seq,
+            processor=processor, owns_processor=owns, config=self.config, metrics=self._metrics,
+            semaphore=self._semaphore, on_closed=self._wake.set, on_fatal=self._on_channel_fatal,
+            failed=failed,
+        )

@@ -1,0 +1,110 @@
+"""Snapshots of the emulator store: frozen copies of a table's rows, read back in key ranges.
+
+A snapshot is taken in one write transaction of the shared :class:`~.core.StoreCore`, so it is atomic
+w.r.t. writes and records the stream head seq: replay = snapshot + stream records with a larger seq. The
+tunnel service's base-data channels read these.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from airflow_tablestore.emulator.codec.encode import encode_row
+from airflow_tablestore.emulator.store.core import StoreCore
+from airflow_tablestore.emulator.store.keys import decode_key
+from airflow_tablestore.emulator.store.model import SnapshotInfo, TableInfo, load_columns, visible_columns
+
+log = logging.getLogger(__name__)
+
+
+class SnapshotStore:
+    """Create, size, read and drop table snapshots, over the store's shared :class:`StoreCore`."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self.core = core
+
+    def create(self, table: str) -> SnapshotInfo:
+        """Copy the table's rows atomically w.r.t. writes; replay = snapshot + records with seq >
+        stream_seq."""
+        with self.core.write() as txn:
+            info = self.core.table_cache.get(table)
+            if info is None:
+                raise KeyError(table)
+            ts_us = self.core.clock.now_us()
+            txn.conn.execute(
+                "INSERT INTO snapshots(table_name, tid, stream_seq, ts_us, schema) VALUES(?,?,?,?,?)",
+                (table, info.table_id, self.core.head_seq, ts_us, json.dumps(info.raw)),
+            )
+            sid = txn.execute("SELECT last_insert_rowid()")[0][0]
+            txn.conn.execute(
+                "INSERT INTO snap_rows(sid, key, data) SELECT ?, key, data FROM rows WHERE tid=?",
+                (sid, info.table_id))
+            log.info("snapshot %s of table %s taken at stream seq %s", sid, table, self.core.head_seq)
+            return SnapshotInfo(sid, self.core.head_seq, ts_us)
+
+    def ranges(self, snapshot_id: int, rows_per_range: int) -> list[tuple[bytes | None, bytes | None]]:
+        """Key ranges ``[start, end)`` (None = unbounded) covering the snapshot, ~rows_per_range rows
+        each."""
+        keys = [r[0] for r in self.core.query(
+            "SELECT key FROM (SELECT key, row_number() OVER (ORDER BY key) AS rn FROM snap_rows WHERE sid=?) "
+            "WHERE rn > 1 AND (rn - 1) % ? = 0 ORDER BY key",
+            (snapshot_id, max(1, rows_per_range)),
+        )]
+        bounds: list[bytes | None] = [None, *keys, None]
+        return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+
+    def row_count(self, snapshot_id: int, start_key: bytes | None = None,
+                           end_key: bytes | None = None) -> int:
+        """Number of snapshot rows in ``[start_key, end_key)``."""
+        sql, params = self._snap_where(snapshot_id, start_key, end_key, None)
+        return int(self.core.query("SELECT COUNT(*) FROM snap_rows WHERE " + sql, params)[0][0])
+
+    @staticmethod
+    def _snap_where(sid: int, start: bytes | None, end: bytes | None,
+                    after: bytes | None) -> tuple[str, list[Any]]:
+        sql = "sid=?"
+        params: list[Any] = [sid]
+        if start is not None:
+            sql += " AND key>=?"
+            params.append(start)
+        if end is not None:
+            sql += " AND key<?"
+            params.append(end)
+        if after is not None:
+            sql += " AND key>?"
+            params.append(after)
+        return sql, params
+
+    def info(self, snapshot_id: int) -> SnapshotInfo | None:
+        rows = self.core.query("SELECT sid, stream_seq, ts_us FROM snapshots WHERE sid=?", (snapshot_id,))
+        return SnapshotInfo(*rows[0]) if rows else None
+
+    def read(self, snapshot_id: int, start_key: bytes | None, end_key: bytes | None,
+                      after_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
+        """Up to ``limit`` ``(key, record)`` in key order, in range and after ``after_key``.
+
+        ``record`` is a PUT_ROW PlainBuffer (no extension) with every visible version of every column.
+        """
+        meta_rows = self.core.query("SELECT schema FROM snapshots WHERE sid=?", (snapshot_id,))
+        if not meta_rows:
+            raise KeyError(snapshot_id)
+        info = TableInfo.from_meta(json.loads(meta_rows[0][0]))
+        sql, params = self._snap_where(snapshot_id, start_key, end_key, after_key)
+        rows = self.core.query(f"SELECT key, data FROM snap_rows WHERE {sql} ORDER BY key LIMIT ?",
+                               [*params, limit])
+        now_ms = self.core.clock.now_ms()
+        names, types = info.pk_names, info.pk_types
+        out = []
+        for key, data in rows:
+            cols = visible_columns(load_columns(data), info.time_to_live, info.max_versions, now_ms)
+            pk = list(zip(names, decode_key(key, types), strict=True))
+            cells = [(n, v, None, ts) for n in sorted(cols) for ts, v in cols[n]]
+            out.append((key, encode_row(pk, cells)))
+        return out
+
+    def drop(self, snapshot_id: int) -> None:
+        with self.core.write() as txn:
+            txn.execute("DELETE FROM snap_rows WHERE sid=?", (snapshot_id,))
+            txn.execute("DELETE FROM snapshots WHERE sid=?", (snapshot_id,))

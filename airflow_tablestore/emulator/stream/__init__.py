@@ -1,0 +1,1 @@
+"""The emulator's public Stream API over the store's stream log: :class:`~.api.StreamApi`, its iterators."""

@@ -1,0 +1,174 @@
+"""One TunnelWorker consumes a BaseAndStream tunnel; replaying its records rebuilds the source exactly."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from airflow_tablestore.client.epoch import to_ns
+from airflow_tablestore.client.model import CellOp, Column, TunnelStage, TunnelType
+from airflow_tablestore.client.tunnel.client import TunnelClient
+from airflow_tablestore.client.tunnel.processor import CallbackProcessor
+from airflow_tablestore.client.tunnel.worker import TunnelWorker
+
+from .helpers import RecordingProcessor, fast_config, full_scan, table_schema
+
+BASE_MS = 1_700_000_000_000
+
+
+def wait_for(predicate: Callable[[], bool], what: str, timeout_s: float = 90.0,
+             workers: Iterable[TunnelWorker] = ()) -> None:
+    """Poll ``predicate`` until true; fail with ``what`` after a generous bound (not a timing assertion).
+    Fails at once when one of ``workers`` stopped on a fatal error."""
+    deadline = time.monotonic() + timeout_s
+    workers = list(workers)
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        for worker in workers:
+            if worker.error is not None:
+                raise AssertionError(f"worker failed while waiting for {what}: {worker.error}")
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def load_base_rows(tables: Any, table: str, count: int) -> None:
+    """Rows with every value type and two versions of one column."""
+    for i in range(count):
+        pk = (("pk", f"k{i % 7}"), ("n", i))
+        tables.put_row(table, pk, [
+            Column("s", f"str-{i}", BASE_MS + i),
+            Column("i", i * 1000, BASE_MS + i),
+            Column("d", i / 3.0, BASE_MS + i),
+            Column("b", i % 2 == 0, BASE_MS + i),
+            Column("bin", bytes([i % 256, 0, 255]), BASE_MS + i),
+            Column("multi", "old", BASE_MS + i),
+            Column("multi", "new", BASE_MS + i + 1),
+        ])
+
+
+def mutate(tables: Any, table: str, count: int) -> None:
+    """Stream-phase changes: new rows, multi-version updates, column deletes, row deletes."""
+    for i in range(count, count + 20):
+        tables.put_row(table, (("pk", "new"), ("n", i)), [Column("s", f"fresh-{i}", BASE_MS + 10_000 + i)])
+    for i in range(0, count, 3):
+        pk = (("pk", f"k{i % 7}"), ("n", i))
+        tables.update_row(table, pk, [
+            Column("multi", "newer", BASE_MS + 20_000 + i),
+            Column("i", -i, BASE_MS + 20_000 + i),
+            Column("s", op=CellOp.DELETE_ALL_VERSIONS),
+        ])
+    for i in range(1, count, 5):
+        pk = (("pk", f"k{i % 7}"), ("n", i))
+        tables.update_row(table, pk, [Column("multi", None, BASE_MS + i, CellOp.DELETE_ONE_VERSION)])
+    for i in range(2, count, 11):
+        tables.delete_row(table, (("pk", f"k{i % 7}"), ("n", i)))
+    tables.put_row(table, (("pk", "k0"), ("n", 0)), [Column("only", "replaced", BASE_MS + 30_000)])
+
+
+def test_base_and_stream_replication_is_exact(
+    tablestore_client: Any,
+    tablestore_tunnel_client: TunnelClient,
+    unique_table: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    source, replica = f"{unique_table}src", f"{unique_table}dst"
+    tablestore_client.create_table(table_schema(source))
+    tablestore_client.create_table(table_schema(replica, stream=False))
+    load_base_rows(tablestore_client, source, 90)  # 3 base channels of 40 rows
+    tunnel_id = tablestore_tunnel_client.create_tunnel(source, "copy", TunnelType.BASE_AND_STREAM)
+    mutate(tablestore_client, source, 90)
+    cutoff_ns = to_ns(datetime.now(UTC))
+
+    processor = RecordingProcessor(tablestore_client, replica)
+    caplog.set_level(logging.INFO, logger="airflow_tablestore.client.tunnel")
+    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id, processor,
+                          fast_config(progress_log_interval_s=0.5, max_channel_parallel=2))
+    with worker:
+        wait_for(
+            lambda: (
+                tablestore_tunnel_client.describe_tunnel(source, "copy").tunnel.stage
+                is TunnelStage.PROCESS_STREAM
+            ),
+            "the base phase to finish",
+        )
+        wait_for(
+            lambda: tablestore_tunnel_client.describe_tunnel(source, "copy").consume_point_ns > cutoff_ns,
+            "the consume point to pass the cutoff",
+        )
+        assert worker.error is None
+    assert not worker.is_alive()
+    metrics = worker.metrics  # after the stop: a snapshot taken mid-batch can lag the processor's list
+
+    assert full_scan(tablestore_client, replica) == full_scan(tablestore_client, source)
+    base_records = [r for r in processor.records if r.sequence is None]
+    assert len({r.primary_key for r in base_records}) == 90
+    assert metrics.records_processed >= len(processor.records) > 90
+    assert metrics.checkpoints > 0 and metrics.bytes_read > 0
+    assert metrics.lag_s is not None
+    assert any("records" in m and "channels" in m for m in caplog.messages)  # progress line
+    desc = tablestore_tunnel_client.describe_tunnel(source, "copy")
+    assert all(c.client_id is None for c in desc.channels)  # graceful shutdown released everything
+
+
+def test_factory_gets_one_processor_per_channel_and_shutdowns(
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any, unique_table: str
+) -> None:
+    table = f"{unique_table}f"
+    tablestore_client.create_table(table_schema(table))
+    load_base_rows(tablestore_client, table, 85)
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "f", TunnelType.BASE_DATA)
+    made: list[str] = []
+    closed: list[str] = []
+    seen: list[Any] = []
+
+    def factory(ctx: Any) -> CallbackProcessor:
+        assert ctx.channel_type == "BaseData" and ctx.tunnel_id == tunnel_id
+        made.append(ctx.channel_id)
+        return CallbackProcessor(lambda records, c: seen.extend(records),
+                                 on_shutdown=lambda: closed.append(ctx.channel_id))
+
+    with TunnelWorker(tablestore_tunnel_client, tunnel_id, factory, fast_config()):
+        wait_for(
+            lambda: all(
+                c.status.value == "TERMINATED"
+                for c in tablestore_tunnel_client.describe_tunnel(table, "f").channels
+            ),
+            "base channels",
+        )
+    assert len(set(made)) == 3 and sorted(closed) == sorted(made)
+    assert len({r.primary_key for r in seen}) == 85
+
+
+def test_max_channel_parallel_bounds_concurrent_processing(
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any, unique_table: str
+) -> None:
+    table = f"{unique_table}m"
+    tablestore_client.create_table(table_schema(table))
+    load_base_rows(tablestore_client, table, 100)  # 3 base channels, 4 reads each
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "m", TunnelType.BASE_DATA)
+    lock = threading.Lock()
+    active = peak = 0
+    keys: set[Any] = set()
+
+    def slow(records: list[Any], ctx: Any) -> None:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(0.05)  # long enough for the other channels' batches to be ready meanwhile
+        with lock:
+            active -= 1
+            keys.update(r.primary_key for r in records)
+
+    with TunnelWorker(
+        tablestore_tunnel_client, tunnel_id, CallbackProcessor(slow), fast_config(max_channel_parallel=1)
+    ):
+        wait_for(lambda: len(keys) == 100, "all rows")
+    assert peak == 1
