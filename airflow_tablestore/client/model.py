@@ -184,6 +184,46 @@ class TableDescription:
     shard_splits: tuple[PrimaryKey, ...] = ()
 
 
+class SplitLocation(NamedTuple):
+    """A run of ``repeat`` consecutive ranges served from ``location`` (a hint; may be empty)."""
+
+    location: str
+    repeat: int
+
+
+@dataclass(frozen=True)
+class SplitPoints:
+    """What ComputeSplitPointsBySize answers: the table's key split into ranges of about the asked size.
+
+    ``split_points`` are ascending primary-key prefixes (the service omits trailing ``INF_MIN`` columns,
+    usually keeping only the first column); ``locations`` run-length encode one location per range, their
+    repeats summing to ``len(split_points) + 1``. :meth:`ranges` gives the ranges themselves.
+    """
+
+    primary_key: tuple[PrimaryKeyColumn, ...]
+    split_points: tuple[PrimaryKey, ...]
+    locations: tuple[SplitLocation, ...]
+
+    def ranges(self) -> list[tuple[PrimaryKey, PrimaryKey]]:
+        """Contiguous ``(inclusive start, exclusive end)`` keys covering the whole table once, in key order.
+
+        The first starts at ``INF_MIN`` and the last ends at ``INF_MAX`` in every column; each split point is
+        padded with ``INF_MIN`` for its missing columns, so it ends one range and starts the next. Pass
+        them to ``get_range``/``iter_range``.
+        """
+        names = [column.name for column in self.primary_key]
+        bounds: list[PrimaryKey] = [tuple((name, INF_MIN) for name in names)]
+        for point in self.split_points:
+            given = dict(point)
+            bounds.append(tuple((name, given.get(name, INF_MIN)) for name in names))
+        bounds.append(tuple((name, INF_MAX) for name in names))
+        return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+    def range_locations(self) -> list[str]:
+        """The location of each range of :meth:`ranges`, in the same order (the runs expanded)."""
+        return [loc.location for loc in self.locations for _ in range(loc.repeat)]
+
+
 # ---- conditions -----------------------------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ EXPECTED_STEPS = {
     "conditions",
     "batch_write_with_failing_row",
     "get_range_pagination",
+    "compute_split_points_by_size",
     "errors",
     "delete_tables",
     "project_protobuf_modules_under_sdk_protobuf",
@@ -65,6 +66,7 @@ def test_official_sdk_against_emulator(oracle_python: Path, sdk_emulator: Emulat
     assert facts["limit_pages"] >= 4
     assert facts["server_page_rows"] == 10
     assert facts["codec_rows_compared"] == 600
+    assert facts["split_points"] >= 10
 
 
 def _plain(value: Any) -> Any:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from emu_wire import Wire, WireError, create_table, pb, put, unique
+
+from airflow_tablestore.emulator.codec.decode import decode_row
+from airflow_tablestore.emulator.codec.encode import encode_row
 
 
 def test_create_describe_list_delete(wire: Wire) -> None:
@@ -101,6 +106,71 @@ def test_compute_split_points(wire: Wire, table: str) -> None:
                      pb.ComputeSplitPointsBySizeRequest(table_name=table, split_size=1))
     assert [s.name for s in resp.schema] == ["pk"]
     assert sum(loc.repeat for loc in resp.locations) == len(resp.split_points) + 1
+
+
+def _split(wire: Wire, table: str, split_size: int, unit: int | None = None, limit: int | None = None) -> Any:
+    req = pb.ComputeSplitPointsBySizeRequest(table_name=table, split_size=split_size)
+    if unit is not None:
+        req.split_size_unit_in_byte = unit
+    if limit is not None:
+        req.split_point_limit = limit
+    return wire.call("ComputeSplitPointsBySize", req)
+
+
+def _fill(wire: Wire, table: str, pks: list[list[tuple[str, Any]]], payload: int) -> None:
+    for start in range(0, len(pks), 100):
+        req = pb.BatchWriteRowRequest()
+        item = req.tables.add(table_name=table)
+        for pk in pks[start:start + 100]:
+            row = item.rows.add(type=pb.PUT, row_change=encode_row(pk, [("v", "x" * payload, None, None)]))
+            row.condition.row_existence = pb.IGNORE
+        assert all(r.is_ok for r in wire.call("BatchWriteRow", req).tables[0].rows)
+
+
+def test_split_points_are_first_column_prefixes(wire: Wire) -> None:
+    # BINARY first column holding 00 bytes (escaped in the store's keys), 10 rows per first value
+    table = create_table(wire, unique("split"), [("a", 3), ("b", 1)])
+    _fill(wire, table, [[("a", b"\x00\x01" + bytes([i // 10])), ("b", i)] for i in range(200)], 300)
+    resp = _split(wire, table, 4, unit=1024)
+    assert [(s.name, s.type) for s in resp.schema] == [("a", 3), ("b", 1)]
+    points = [decode_row(raw) for raw in resp.split_points]
+    assert all(len(p.pk) == 1 and p.pk[0][0] == "a" and not p.cells for p in points)
+    values: list[Any] = [p.pk[0][1] for p in points]
+    assert len(values) >= 8 and values == sorted(set(values)) and values[0] != b"\x00\x01\x00"
+    assert [(loc.location, loc.repeat) for loc in resp.locations] == [("", len(values) + 1)]
+    # repeat is a sint64: zigzag, so N+1 is sent as the varint 2(N+1)
+    raw = resp.locations[0].SerializeToString()
+    assert raw[-1] == 2 * (len(values) + 1)
+    assert len(_split(wire, table, 4, unit=1024, limit=3).split_points) == 3
+    assert _split(wire, table, 1).split_points == []  # default unit 100 MB
+
+
+def test_one_first_value_never_splits(wire: Wire) -> None:
+    table = create_table(wire, unique("split"), [("a", 2), ("b", 1)])
+    _fill(wire, table, [[("a", "only"), ("b", i)] for i in range(50)], 100)
+    assert _split(wire, table, 1, unit=1).split_points == []
+    empty = create_table(wire, unique("split"), [("a", 2)])
+    resp = _split(wire, empty, 1, unit=1)
+    assert resp.split_points == [] and [loc.repeat for loc in resp.locations] == [1]
+
+
+@pytest.mark.parametrize(("size", "unit", "limit", "message"), [
+    (0, None, None, "Split size must be greater than 0."),
+    (-1, 1, None, "Split size must be greater than 0."),
+    (1, 0, None, "Split size unit must be greater than 0."),
+    (1, 1, 0, "Split point limit must be greater than 0."),
+])
+def test_split_point_parameters(wire: Wire, table: str, size: int, unit: int | None, limit: int | None,
+                                message: str) -> None:
+    with pytest.raises(WireError) as e:
+        _split(wire, table, size, unit, limit)
+    assert (e.value.status, e.value.code, e.value.message) == (400, "OTSParameterInvalid", message)
+
+
+def test_split_points_of_a_missing_table(wire: Wire) -> None:
+    with pytest.raises(WireError) as e:
+        _split(wire, unique("gone"), 1)
+    assert (e.value.status, e.value.code) == (404, "OTSObjectNotExist")
 
 
 def test_stream_spec_validation(wire: Wire) -> None:

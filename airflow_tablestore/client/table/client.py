@@ -28,6 +28,7 @@ from airflow_tablestore.client.model import (
     Row,
     RowWrite,
     RowWriteResult,
+    SplitPoints,
     StreamSpec,
     TableDescription,
     TableOptions,
@@ -105,6 +106,13 @@ class TableClient(BaseClient):
     def delete_table(self, name: str) -> None:
         """Delete a table and all its data."""
         self._ddl.delete_table(name)
+
+    def compute_split_points_by_size(
+        self, name: str, split_size_bytes: int, *, split_point_limit: int | None = None
+    ) -> SplitPoints:
+        """Split the table into key ranges of about ``split_size_bytes`` each (at most ``split_point_limit``
+        split points); ``.ranges()`` of the answer covers the whole table once, for ``get_range``."""
+        return self._ddl.compute_split_points_by_size(name, split_size_bytes, split_point_limit=split_point_limit)
 
     # -- single rows (TableRows) --------------------------------------------------------------------
     def put_row(

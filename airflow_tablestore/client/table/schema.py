@@ -150,17 +150,22 @@ def _shard_split(data: bytes) -> PrimaryKey | None:
     return row.primary_key if row is not None else None
 
 
-def description_from_pb(message: Any) -> TableDescription:
-    """A ``DescribeTableResponse`` as a :class:`TableDescription`."""
-    meta = message.table_meta
-    primary_key = tuple(
+def primary_key_from_pb(items: Any) -> tuple[PrimaryKeyColumn, ...]:
+    """Repeated ``PrimaryKeySchema`` as :class:`PrimaryKeyColumn` values, in schema order."""
+    return tuple(
         PrimaryKeyColumn(
             name=item.name,
             type=_PK_TYPES_BACK.get(item.type, PrimaryKeyType.STRING),
             auto_increment=item.HasField("option") and item.option == 1,
         )
-        for item in meta.primary_key
+        for item in items
     )
+
+
+def description_from_pb(message: Any) -> TableDescription:
+    """A ``DescribeTableResponse`` as a :class:`TableDescription`."""
+    meta = message.table_meta
+    primary_key = primary_key_from_pb(meta.primary_key)
     defined = tuple(
         DefinedColumn(item.name, _COLUMN_TYPES_BACK.get(item.type, ColumnType.STRING))
         for item in meta.defined_column

@@ -26,14 +26,19 @@ from airflow_tablestore.emulator.api_common import (
     table_or_error,
 )
 from airflow_tablestore.emulator.clock import Clock
+from airflow_tablestore.emulator.codec.encode import encode_primary_key
 from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid, table_not_found
 from airflow_tablestore.emulator.store.database import Store
+from airflow_tablestore.emulator.store.keys import decode_key
 from airflow_tablestore.emulator.store.model import TableInfo
 from airflow_tablestore.protocol import ots_table_pb2 as _pb
 
 pb: Any = _pb  # generated module without type stubs
 
 log = logging.getLogger(__name__)
+
+SPLIT_UNIT_BYTES = 100 * 1024 * 1024
+"""ComputeSplitPointsBySize's default ``split_size_unit_in_byte`` (the proto's "in 100MB")."""
 
 
 class TableDdl:
@@ -237,13 +242,56 @@ class TableDdl:
         return resp
 
     def compute_split_points_by_size(self, body: bytes) -> Message:
+        """Split points every ``split_size × unit`` bytes of stored rows, on first-PK-column values.
+
+        The service splits on partition keys (the first primary-key column), so each split point is a
+        one-column PK prefix: strictly ascending, never the first row's value (no empty leading range), at
+        most ``split_point_limit`` of them. One location (``""``) covers every range.
+        """
         req = parse(pb.ComputeSplitPointsBySizeRequest, body)
         info = self._table(req.table_name)
         if req.split_size <= 0:
             raise parameter_invalid("Split size must be greater than 0.")
+        unit = req.split_size_unit_in_byte if req.HasField("split_size_unit_in_byte") else SPLIT_UNIT_BYTES
+        if unit <= 0:
+            raise parameter_invalid("Split size unit must be greater than 0.")
+        limit = req.split_point_limit if req.HasField("split_point_limit") else None
+        if limit is not None and limit <= 0:
+            raise parameter_invalid("Split point limit must be greater than 0.")
         resp = pb.ComputeSplitPointsBySizeResponse()
         set_consumed(resp.consumed, 1, 0)
         for name, t in info.pk:
             resp.schema.add(name=name, type=PK_TYPE_IDS[t])
-        resp.locations.add(location="", repeat=1)
+        first_name, first_type = info.pk[0]
+        for prefix in self._split_prefixes(info.table_id, first_type, req.split_size * unit, limit):
+            value = decode_key(prefix, [first_type])[0]
+            resp.split_points.append(encode_primary_key([(first_name, value)]))
+        resp.locations.add(location="", repeat=len(resp.split_points) + 1)
         return resp
+
+    def _split_prefixes(self, table_id: int, first_type: str, split_bytes: int, limit: int | None) -> list[bytes]:
+        """The encoded first-column keys (:mod:`~..store.keys`) where a new split starts.
+
+        Streams ``(key, stored size)`` in key order; a row's size is its stored key and cell blob lengths
+        (SQLite reads blob lengths without loading the blobs). Once a split holds ``split_bytes``, the next
+        row with a new first-column value starts the next one.
+        """
+        prefixes: list[bytes] = []
+        current = b""  # the previous row's encoded first column
+        size = 0
+        fixed_length = 9 if first_type == "INTEGER" else 0
+        with self.store.db.reader() as conn:
+            cursor = conn.execute(
+                "SELECT key, length(key) + length(data) FROM rows WHERE tid=? ORDER BY key", (table_id,))
+            for key, row_size in cursor:
+                # INTEGER: marker + 8 bytes; else up to the 00 01 terminator (00 bytes are escaped as 00 FF)
+                prefix = key[:fixed_length or key.index(b"\x00\x01", 1) + 2]
+                if prefix != current:
+                    if size >= split_bytes:
+                        prefixes.append(prefix)
+                        size = 0
+                        if limit is not None and len(prefixes) >= limit:
+                            break
+                    current = prefix
+                size += row_size
+        return prefixes
