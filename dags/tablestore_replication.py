@@ -43,8 +43,7 @@ START_DATE = datetime.fromisoformat(os.environ.get("TABLESTORE_REPLICATION_START
                                                    "2026-11-01T00:00:00+00:00"))
 CATCHUP = os.environ.get("TABLESTORE_REPLICATION_CATCHUP", "false").lower() in ("1", "true", "yes")
 PARTITION_BY = "hour"  # the change log's partitions follow the schedule: interval=YYYYMMDDTHH
-REBUILD_TUNNEL = "{{ ti.xcom_pull(task_ids='rebuild_prepare')['tunnel'] }}"
-REBUILD_STAGING = "{{ ti.xcom_pull(task_ids='rebuild_prepare')['staging'] }}"
+PLAN_TASK_ID = "plan"  # the branch task that plans the run (rebuild_prepare asks it whether it was chosen)
 
 with DAG(
     dag_id="tablestore_replication",
@@ -89,17 +88,6 @@ with DAG(
     tags=["tablestore", "spark", "replication"],
     doc_md=__doc__,
 ) as dag:
-    choose_sink = TablestoreReplicationSinkBranchOperator(
-        task_id="choose_sink",
-        sink_type="{{ params.sink_type }}",
-        parquet_path="{{ params.parquet_path or '' }}",
-        source_table="{{ params.source_table }}",
-        destination_table="{{ params.destination_table }}",
-        sink_tablestore_conn_id="{{ params.sink_tablestore_conn_id }}",
-        tablestore_sink_task_id="create_destination_table",
-        parquet_sink_task_id="create_tunnel",
-        tablestore_conn_id="{{ params.tablestore_conn_id }}",
-    )
     create_destination_table = TablestoreCreateTableOperator(
         task_id="create_destination_table",
         table_name="{{ params.destination_table }}",
@@ -115,16 +103,15 @@ with DAG(
         trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
         tablestore_conn_id="{{ params.tablestore_conn_id }}",
     )
-    plan = TablestoreReplicationPlanOperator(
-        task_id="plan",
-        table_name="{{ params.source_table }}",
-        tunnel_name="{{ params.tunnel_name }}",
+    choose_sink = TablestoreReplicationSinkBranchOperator(
+        task_id="choose_sink",
         sink_type="{{ params.sink_type }}",
-        partition_by=PARTITION_BY,
-        full_phase_task_id="full_phase",
-        incremental_phase_task_id="incremental_phase",
-        rebuild_task_id="rebuild_prepare",
-        wait_task_id="wait_consume_point",
+        parquet_path="{{ params.parquet_path or '' }}",
+        source_table="{{ params.source_table }}",
+        destination_table="{{ params.destination_table }}",
+        sink_tablestore_conn_id="{{ params.sink_tablestore_conn_id }}",
+        tablestore_sink_task_id=create_destination_table.task_id,
+        parquet_sink_task_id=create_tunnel.task_id,
         tablestore_conn_id="{{ params.tablestore_conn_id }}",
     )
 
@@ -168,29 +155,31 @@ with DAG(
 
     # A rerun of a past hour with the Parquet sink: read the hour again through a bounded tunnel of its own.
     # rebuild_prepare is downstream of incremental_phase too (partitions are swapped only after the main
-    # tunnel wrote into them), so it skips itself unless plan chose it.
+    # tunnel wrote into them), so it skips itself unless plan chose it. Its XCom holds the bounded tunnel and
+    # the staging change log (rebuild_prepare.output["tunnel"], ["staging"]).
     rebuild_prepare = TablestoreCreateRebuildTunnelOperator(
         task_id="rebuild_prepare",
         table_name="{{ params.source_table }}",
         tunnel_name="{{ params.tunnel_name }}",
         parquet_path="{{ params.parquet_path }}",
-        plan_task_id="plan",
+        plan_task_id=PLAN_TASK_ID,
         trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
         tablestore_conn_id="{{ params.tablestore_conn_id }}",
     )
     rebuild_interval = TablestoreSparkSubmitOperator(
         task_id="rebuild_interval",
         name="tablestore-{{ params.tunnel_name }}-rebuild",
-        application_args=consumer_arguments(phase="incremental", cutoff=RUN_CUTOFF, tunnel=REBUILD_TUNNEL,
-                                            sink="parquet", sink_path=REBUILD_STAGING, **consumer),
+        application_args=consumer_arguments(phase="incremental", cutoff=RUN_CUTOFF,
+                                            tunnel=rebuild_prepare.output["tunnel"], sink="parquet",
+                                            sink_path=rebuild_prepare.output["staging"], **consumer),
         **spark,
     )
     rebuild_swap = TablestoreSwapRebuiltPartitionsOperator(
         task_id="rebuild_swap",
         table_name="{{ params.source_table }}",
-        tunnel_name=REBUILD_TUNNEL,
+        tunnel_name=rebuild_prepare.output["tunnel"],
         parquet_path="{{ params.parquet_path }}",
-        staging_path=REBUILD_STAGING,
+        staging_path=rebuild_prepare.output["staging"],
         partition_by=PARTITION_BY,
         tablestore_conn_id="{{ params.tablestore_conn_id }}",
     )
@@ -205,13 +194,26 @@ with DAG(
         trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
         tablestore_conn_id="{{ params.tablestore_conn_id }}",
     )
+    # The branch tasks come after the tasks they choose from and name them by the task objects' ids.
+    plan = TablestoreReplicationPlanOperator(
+        task_id=PLAN_TASK_ID,
+        table_name="{{ params.source_table }}",
+        tunnel_name="{{ params.tunnel_name }}",
+        sink_type="{{ params.sink_type }}",
+        partition_by=PARTITION_BY,
+        full_phase_task_id=full_phase.task_id,
+        incremental_phase_task_id=incremental_phase.task_id,
+        rebuild_task_id=rebuild_prepare.task_id,
+        wait_task_id=wait_consume_point.task_id,
+        tablestore_conn_id="{{ params.tablestore_conn_id }}",
+    )
     announce = TablestoreAnnounceReplicationOperator(
         task_id="announce",
         sink_type="{{ params.sink_type }}",
         destination_table="{{ params.destination_table }}",
         parquet_path="{{ params.parquet_path }}",
         partition_by=PARTITION_BY,
-        phase_task_ids=["full_phase", "incremental_phase"],
+        phase_task_ids=[full_phase.task_id, incremental_phase.task_id],
         asset_alias="tablestore_replication",
         sink_tablestore_conn_id="{{ params.sink_tablestore_conn_id }}",
         trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,

@@ -57,15 +57,64 @@ def test_no_name_prefix_group_instead_of_a_subpackage(folder: Path) -> None:
     assert not groups, f"{folder.relative_to(PACKAGE.parent)}: files sharing a name prefix {groups}: a subpackage?"
 
 
+def _named(node: ast.expr, *names: str) -> bool:
+    """``node`` is one of ``names``, plain (``Protocol``), qualified (``abc.ABC``) or subscripted
+    (``Protocol[T]``)."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return (isinstance(node, ast.Name) and node.id in names) or (isinstance(node, ast.Attribute)
+                                                                and node.attr in names)
+
+
+def _declares_an_interface(function: ast.FunctionDef | ast.AsyncFunctionDef | None,
+                           cls: ast.ClassDef | None) -> bool:
+    """An abstract method, or a method of a Protocol or ABC: an interface users implement."""
+    if function is not None and any(_named(d, "abstractmethod") for d in function.decorator_list):
+        return True
+    return cls is not None and (any(_named(base, "Protocol", "ABC") for base in cls.bases)
+                                or any(k.arg == "metaclass" and _named(k.value, "ABCMeta") for k in cls.keywords))
+
+
+def _not_implemented_stubs(tree: ast.Module) -> list[int]:
+    """Lines raising ``NotImplementedError`` outside an interface (see :func:`_declares_an_interface`)."""
+    stubs: list[int] = []
+
+    def visit(node: ast.AST, function: ast.FunctionDef | ast.AsyncFunctionDef | None,
+              cls: ast.ClassDef | None) -> None:
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if _named(exc, "NotImplementedError") and not _declares_an_interface(function, cls):
+                stubs.append(node.lineno)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, None, child)
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, child, cls)
+            else:
+                visit(child, function, cls)
+
+    visit(tree, None, None)
+    return stubs
+
+
 @pytest.mark.parametrize("path", MODULES, ids=_ids)
 def test_no_stub_standing_in_for_a_sibling_and_no_shim(path: Path) -> None:
     source = path.read_text(encoding="utf-8")
     assert "DeprecationWarning" not in source, f"{_ids(path)}: a deprecation shim in an unreleased package"
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Raise) and node.exc is not None:
-            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
-                # Only an interface users implement may say "override me"; it is an ABC then.
-                assert "abstractmethod" in source or "Protocol" in source, (
-                    f"{_ids(path)}:{node.lineno}: a NotImplementedError stub: compose the parts instead"
-                )
+    # Only an interface users implement may say "override me": an abstract method, or a Protocol's or ABC's.
+    stubs = _not_implemented_stubs(ast.parse(source))
+    assert not stubs, (f"{_ids(path)}: NotImplementedError stubs on lines {stubs} outside an abstract method or "
+                       "a Protocol/ABC: compose the parts instead")
+
+
+@pytest.mark.parametrize(("source", "stubs"), [
+    ("class A:\n    def f(self):\n        raise NotImplementedError\n", [3]),
+    ("class A:\n    def f(self):\n        class P(Protocol): ...\n        raise NotImplementedError\n", [4]),
+    ("class A:\n    @abstractmethod\n    def f(self):\n        raise NotImplementedError\n", []),
+    ("class A:\n    @abc.abstractmethod\n    def f(self):\n        raise NotImplementedError()\n", []),
+    ("class P(Protocol[T]):\n    def f(self):\n        raise NotImplementedError\n", []),
+    ("class B(metaclass=ABCMeta):\n    def f(self):\n        raise NotImplementedError\n", []),
+    ("def f():\n    raise NotImplementedError('x')\n", [2]),
+])
+def test_the_stub_check_looks_at_the_enclosing_function_and_class(source: str, stubs: list[int]) -> None:
+    assert _not_implemented_stubs(ast.parse(source)) == stubs

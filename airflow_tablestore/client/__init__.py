@@ -1,5 +1,8 @@
 """The client's public API: the names most callers need, each imported lazily from its defining module.
 
+This is the package's one public-API module, and the only module allowed to re-export names defined elsewhere:
+every other module defines what it holds, and callers import from the defining module or from here.
+
 A pure-Python Tablestore client: the table API (``table/``), the Tunnel Service (``tunnel/``), the Stream API
 (``stream/``), the PlainBuffer codec (``plainbuffer/``), the shared data model and typed errors.
 
@@ -14,6 +17,10 @@ Quick start::
 Every name here is imported lazily on first use, so importing one submodule (``client.transport``, ...) never
 runs the others: the package has no import-order dependencies. The tunnel and stream workers are imported from
 their modules (``client.tunnel.worker``, ``client.stream.worker``).
+
+``_EXPORTS`` (name → defining module) is the list: ``__all__`` is derived from it, and the ``TYPE_CHECKING``
+imports repeat it for type checkers (``Name as Name``: an explicit re-export); ``tests/client/test_public_api.py``
+checks the three agree.
 """
 
 from __future__ import annotations
@@ -23,75 +30,55 @@ import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_tablestore.client.auth import (
-        Credentials,
-    )
-    from airflow_tablestore.client.errors import (
-        AlreadyExistsError,
-        AuthError,
-        BatchWriteError,
-        ConditionFailedError,
-        InvalidParameterError,
-        NotFoundError,
-        PlainBufferError,
-        ServerError,
-        TablestoreClientError,
-        TablestoreError,
-        TablestoreNetworkError,
-        TablestoreServiceError,
-        ThrottledError,
-    )
-    from airflow_tablestore.client.model import (
-        AUTO_INCREMENT,
-        INF_MAX,
-        INF_MIN,
-        CellOp,
-        Column,
-        ColumnType,
-        Comparator,
-        CompositeColumnCondition,
-        Condition,
-        DefinedColumn,
-        Direction,
-        LogicalOperator,
-        PrimaryKeyColumn,
-        PrimaryKeyType,
-        ReservedThroughput,
-        Row,
-        RowExistence,
-        RowWrite,
-        RowWriteResult,
-        SingleColumnCondition,
-        SplitLocation,
-        SplitPoints,
-        StreamSpec,
-        TableDescription,
-        TableOptions,
-        TableSchema,
-        TimeRange,
-        WriteType,
-    )
-    from airflow_tablestore.client.retry import (
-        RetryPolicy,
-    )
-    from airflow_tablestore.client.stream.client import (
-        StreamClient,
-    )
-    from airflow_tablestore.client.table.client import (
-        TableClient,
-    )
-    from airflow_tablestore.client.table.ddl import (
-        UpdateTableResult,
-    )
-    from airflow_tablestore.client.table.rows import (
-        RowReadResult,
-    )
-    from airflow_tablestore.client.transport import (
-        Transport,
-    )
-    from airflow_tablestore.client.tunnel.client import (
-        TunnelClient,
-    )
+    from airflow_tablestore.client.auth import Credentials as Credentials
+    from airflow_tablestore.client.errors import AlreadyExistsError as AlreadyExistsError
+    from airflow_tablestore.client.errors import AuthError as AuthError
+    from airflow_tablestore.client.errors import BatchWriteError as BatchWriteError
+    from airflow_tablestore.client.errors import ConditionFailedError as ConditionFailedError
+    from airflow_tablestore.client.errors import InvalidParameterError as InvalidParameterError
+    from airflow_tablestore.client.errors import NotFoundError as NotFoundError
+    from airflow_tablestore.client.errors import PlainBufferError as PlainBufferError
+    from airflow_tablestore.client.errors import ServerError as ServerError
+    from airflow_tablestore.client.errors import TablestoreClientError as TablestoreClientError
+    from airflow_tablestore.client.errors import TablestoreError as TablestoreError
+    from airflow_tablestore.client.errors import TablestoreNetworkError as TablestoreNetworkError
+    from airflow_tablestore.client.errors import TablestoreServiceError as TablestoreServiceError
+    from airflow_tablestore.client.errors import ThrottledError as ThrottledError
+    from airflow_tablestore.client.model import AUTO_INCREMENT as AUTO_INCREMENT
+    from airflow_tablestore.client.model import INF_MAX as INF_MAX
+    from airflow_tablestore.client.model import INF_MIN as INF_MIN
+    from airflow_tablestore.client.model import CellOp as CellOp
+    from airflow_tablestore.client.model import Column as Column
+    from airflow_tablestore.client.model import ColumnType as ColumnType
+    from airflow_tablestore.client.model import Comparator as Comparator
+    from airflow_tablestore.client.model import CompositeColumnCondition as CompositeColumnCondition
+    from airflow_tablestore.client.model import Condition as Condition
+    from airflow_tablestore.client.model import DefinedColumn as DefinedColumn
+    from airflow_tablestore.client.model import Direction as Direction
+    from airflow_tablestore.client.model import LogicalOperator as LogicalOperator
+    from airflow_tablestore.client.model import PrimaryKeyColumn as PrimaryKeyColumn
+    from airflow_tablestore.client.model import PrimaryKeyType as PrimaryKeyType
+    from airflow_tablestore.client.model import ReservedThroughput as ReservedThroughput
+    from airflow_tablestore.client.model import Row as Row
+    from airflow_tablestore.client.model import RowExistence as RowExistence
+    from airflow_tablestore.client.model import RowWrite as RowWrite
+    from airflow_tablestore.client.model import RowWriteResult as RowWriteResult
+    from airflow_tablestore.client.model import SingleColumnCondition as SingleColumnCondition
+    from airflow_tablestore.client.model import SplitLocation as SplitLocation
+    from airflow_tablestore.client.model import SplitPoints as SplitPoints
+    from airflow_tablestore.client.model import StreamSpec as StreamSpec
+    from airflow_tablestore.client.model import TableDescription as TableDescription
+    from airflow_tablestore.client.model import TableOptions as TableOptions
+    from airflow_tablestore.client.model import TableSchema as TableSchema
+    from airflow_tablestore.client.model import TimeRange as TimeRange
+    from airflow_tablestore.client.model import WriteType as WriteType
+    from airflow_tablestore.client.retry import RetryPolicy as RetryPolicy
+    from airflow_tablestore.client.stream.client import StreamClient as StreamClient
+    from airflow_tablestore.client.table.client import TableClient as TableClient
+    from airflow_tablestore.client.table.ddl import UpdateTableResult as UpdateTableResult
+    from airflow_tablestore.client.table.rows import RowReadResult as RowReadResult
+    from airflow_tablestore.client.transport import Transport as Transport
+    from airflow_tablestore.client.tunnel.client import TunnelClient as TunnelClient
 
 _EXPORTS: dict[str, str] = {
     "AUTO_INCREMENT": "airflow_tablestore.client.model",
@@ -145,57 +132,7 @@ _EXPORTS: dict[str, str] = {
     "WriteType": "airflow_tablestore.client.model",
 }
 
-__all__ = [
-    "AUTO_INCREMENT",
-    "AlreadyExistsError",
-    "AuthError",
-    "BatchWriteError",
-    "CellOp",
-    "Column",
-    "ColumnType",
-    "Comparator",
-    "CompositeColumnCondition",
-    "Condition",
-    "ConditionFailedError",
-    "Credentials",
-    "DefinedColumn",
-    "Direction",
-    "INF_MAX",
-    "INF_MIN",
-    "InvalidParameterError",
-    "LogicalOperator",
-    "NotFoundError",
-    "PlainBufferError",
-    "PrimaryKeyColumn",
-    "PrimaryKeyType",
-    "ReservedThroughput",
-    "RetryPolicy",
-    "Row",
-    "RowExistence",
-    "RowReadResult",
-    "RowWrite",
-    "RowWriteResult",
-    "ServerError",
-    "SingleColumnCondition",
-    "SplitLocation",
-    "SplitPoints",
-    "StreamClient",
-    "StreamSpec",
-    "TableClient",
-    "TableDescription",
-    "TableOptions",
-    "TableSchema",
-    "TablestoreClientError",
-    "TablestoreError",
-    "TablestoreNetworkError",
-    "TablestoreServiceError",
-    "ThrottledError",
-    "TimeRange",
-    "Transport",
-    "TunnelClient",
-    "UpdateTableResult",
-    "WriteType",
-]
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

@@ -2,7 +2,14 @@
 
 The convention: a surface (:class:`ApiSurface`) is a class whose handlers are methods named after their
 action (``create_table``, ``get_stream_record``, ``read_records``) and whose :meth:`~ApiSurface.routes` is
-its one route table, wire path → handler; the server merges the tables.
+its one route table, wire path → handler; the server merges the tables (a path two surfaces claim stops it
+at start-up). The handlers of the protobuf surfaces (table, stream, tunnel) take the request body, parse it
+with :func:`parse` and return the response message (:data:`Handler`).
+
+The control surface (:mod:`airflow_tablestore.emulator.control`) follows the same convention, route table and
+handlers named after their op, with JSON bodies instead: its handlers take the request's JSON object and
+return the answer's (``ControlHandler``), and it checks its own signature (HMAC of the op, the date and the
+body with the AccessKey secret) instead of the protobuf surfaces' request signing.
 """
 
 from __future__ import annotations

@@ -123,9 +123,9 @@ class ControlApi:
             CONTROL_PREFIX + "time/set": self.set_time,
             CONTROL_PREFIX + "stream/split": self.split_partition,
             CONTROL_PREFIX + "stream/merge": self.merge_partitions,
-            CONTROL_PREFIX + "stream/partitions": self.list_partitions,
+            CONTROL_PREFIX + "stream/partitions": self.partitions,
             CONTROL_PREFIX + "stream/retention": self.set_retention,
-            CONTROL_PREFIX + "stream/trim": self.trim_stream,
+            CONTROL_PREFIX + "stream/trim": self.trim,
             CONTROL_PREFIX + "faults/add": self.add_fault,
             CONTROL_PREFIX + "faults/clear": self.clear_faults,
             CONTROL_PREFIX + "state": self.state,
@@ -148,7 +148,7 @@ class ControlApi:
                                                    payload.get("second_id"))
         return {"child": child._asdict()}
 
-    def list_partitions(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def partitions(self, payload: dict[str, Any]) -> dict[str, Any]:
         return {"partitions": [p._asdict() for p in self.store.stream.partitions(payload["table"])]}
 
     def set_retention(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -156,7 +156,7 @@ class ControlApi:
         trimmed = self.store.stream.trim(payload["table"], force=True)
         return {"table": payload["table"], "hours": payload["hours"], "trimmed": trimmed}
 
-    def trim_stream(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def trim(self, payload: dict[str, Any]) -> dict[str, Any]:
         return {"trimmed": self.store.stream.trim(payload["table"], force=True)}
 
     def add_fault(self, payload: dict[str, Any]) -> dict[str, Any]:

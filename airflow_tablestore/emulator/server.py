@@ -38,6 +38,22 @@ log = logging.getLogger(__name__)
 MAX_BODY = 5 * 1024 * 1024
 
 
+def merge_routes(surfaces: tuple[ApiSurface, ...]) -> dict[str, Handler]:
+    """The surfaces' route tables as one. A path two surfaces claim, or one under the control surface's prefix,
+    is a ``ValueError`` at start-up (not requests quietly served by whichever table came last)."""
+    handlers: dict[str, Handler] = {}
+    owners: dict[str, str] = {}
+    for surface in surfaces:
+        name = type(surface).__name__
+        for path, handler in surface.routes().items():
+            if path in handlers:
+                raise ValueError(f"API path {path!r} is routed by both {owners[path]} and {name}")
+            if path.startswith(CONTROL_PREFIX):
+                raise ValueError(f"API path {path!r} of {name} is under the control surface's {CONTROL_PREFIX}")
+            handlers[path], owners[path] = handler, name
+    return handlers
+
+
 class Emulator:
     """Store + handlers + HTTP server. ``serve_forever()`` until ``shutdown()``."""
 
@@ -58,9 +74,11 @@ class Emulator:
         surfaces: tuple[ApiSurface, ...] = (TableApi(self.store, self.clock, config),
                                             StreamApi(self.store, self.clock),
                                             TunnelApi(self.store, self.clock, config))
-        self.handlers: dict[str, Handler] = {}
-        for surface in surfaces:
-            self.handlers.update(surface.routes())
+        try:
+            self.handlers = merge_routes(surfaces)
+        except ValueError:
+            self.store.close()
+            raise
         log.info("serving %d API actions and %d control ops", len(self.handlers), len(self.control.routes()))
         self._ids = itertools.count(1)
         self._id_prefix = os.urandom(4).hex()

@@ -10,6 +10,7 @@ A ``tablestore`` connection holds the endpoint in ``host`` (``http://`` or ``htt
 from __future__ import annotations
 
 import logging
+from abc import ABCMeta, abstractmethod
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 from urllib.parse import urlsplit
 
@@ -135,14 +136,17 @@ class _Closable(Protocol):
 ClientT = TypeVar("ClientT", bound=_Closable)
 
 
-class TablestoreBaseHook(BaseHook, Generic[ClientT]):
-    """Reads a ``tablestore`` connection; subclasses turn it into a client.
+class TablestoreBaseHook(BaseHook, Generic[ClientT], metaclass=ABCMeta):
+    """Reads a ``tablestore`` connection; each subclass turns it into its client (:meth:`_create_client`).
 
-    ``get_conn()`` builds the client once (:meth:`_create_client`, from the parsed connection) and caches it
-    until :meth:`close`; as a context manager the hook closes it on leaving the block::
+    ``get_conn()`` builds the client once (:meth:`_create_client`, abstract here, from the parsed connection)
+    and caches it until :meth:`close`; as a context manager the hook closes it on leaving the block::
 
         with TablestoreTunnelHook("tablestore_default") as hook:
             hook.get_consume_point("orders", "replication")
+
+    To read a connection only (:meth:`get_config`), use either concrete hook: it builds no client until
+    ``get_conn()``.
 
     :param tablestore_conn_id: Airflow connection id.
     :param region: overrides the connection's ``region`` extra.
@@ -173,9 +177,9 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT]):
         self._config: ConnectionSettings | None = None
         self._client: ClientT | None = None
 
+    @abstractmethod
     def _create_client(self, config: ConnectionSettings) -> ClientT:
-        """A new client for ``config`` (subclasses import the client class lazily)."""
-        raise NotImplementedError
+        """A new client for ``config`` (each subclass builds its own, importing the client class lazily)."""
 
     def get_conn(self) -> ClientT:
         """The cached client for this connection."""

@@ -1,5 +1,6 @@
 """Turn errors that no retry can fix into ``AirflowFailException``, so the task fails at once instead of
-waiting through its retries for the same answer (operators, the sensor and the replication DAG use it)."""
+waiting through its retries for the same answer (the table, tunnel, replication-plan, rebuild and Spark-submit
+operators and ``TablestoreTunnelConsumePointSensor`` use it)."""
 
 from __future__ import annotations
 

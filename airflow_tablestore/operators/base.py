@@ -6,11 +6,19 @@ Like the Amazon provider's ``AwsBaseOperator``: a subclass names its hook class 
     class MyOperator(TablestoreBaseOperator[TablestoreHook]):
         hook_class = TablestoreHook
         template_fields = tablestore_template_fields("table_name")
+
+        def execute(self, context):
+            return self.hook.describe_table(self.table_name) is not None
+
+The clients of the cached hooks (``hook``, and any other hook the task caches, such as ``source_hook``) are
+closed when ``execute`` ends, however it ends: :class:`TablestoreHookMixin` wraps the ``execute`` each
+subclass defines. A sensor's pokes in one ``execute`` share one client.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
@@ -28,8 +36,21 @@ def tablestore_template_fields(*fields: str) -> Sequence[str]:
     return (*CONNECTION_TEMPLATE_FIELDS, *fields)
 
 
+def _closing_hooks(execute: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(execute)
+    def run_then_close_hooks(self: TablestoreHookMixin[Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return execute(self, *args, **kwargs)
+        finally:
+            self.close_hooks()
+
+    run_then_close_hooks.closes_hooks = True  # type: ignore[attr-defined]
+    return run_then_close_hooks
+
+
 class TablestoreHookMixin(Generic[HookT]):
-    """``tablestore_conn_id``, ``region`` and the cached ``hook`` built from them (see the module docstring).
+    """``tablestore_conn_id``, ``region`` and the cached ``hook`` built from them (see the module docstring);
+    the ``execute`` of every subclass closes the cached hooks' clients when it ends.
 
     :param tablestore_conn_id: Airflow connection id.
     :param region: overrides the connection's ``region`` extra (V4 signing).
@@ -38,6 +59,12 @@ class TablestoreHookMixin(Generic[HookT]):
     hook_class: type[HookT]
     tablestore_conn_id: str
     region: str | None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        execute = cls.__dict__.get("execute")
+        if callable(execute) and not getattr(execute, "closes_hooks", False):
+            cls.execute = _closing_hooks(execute)  # type: ignore[attr-defined]
 
     def _init_connection(self, tablestore_conn_id: str, region: str | None) -> None:
         self.tablestore_conn_id = tablestore_conn_id
@@ -51,6 +78,13 @@ class TablestoreHookMixin(Generic[HookT]):
     def hook(self) -> HookT:
         """The hook of ``tablestore_conn_id``, built on first use (after templates are rendered)."""
         return self.make_hook()
+
+    def close_hooks(self) -> None:
+        """Close the clients of the hooks this task cached (``hook``, ``source_hook``, ...); a hook used again
+        builds a new client (OpenLineage methods run after ``execute`` and read the connection only)."""
+        for value in list(vars(self).values()):
+            if isinstance(value, TablestoreBaseHook):
+                value.close()
 
 
 class TablestoreBaseOperator(BaseOperator, TablestoreHookMixin[HookT]):

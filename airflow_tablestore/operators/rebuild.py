@@ -48,7 +48,9 @@ class TablestoreCreateRebuildTunnelOperator(TablestoreBaseOperator[TablestoreTun
     """Create a Stream tunnel bounded to the run's data interval, to read that interval's changes again.
 
     Fails at once, changing nothing, when the interval starts before the oldest change the table's stream
-    still holds. A rebuild tunnel an earlier attempt left is deleted and created again.
+    still holds. A rebuild tunnel an earlier attempt left is deleted and created again, and the staging change
+    log is emptied each time (the new tunnel reads the interval from its start: what an earlier attempt staged
+    would be duplicated) and marked as not swapped in yet (``spark.sinks.parquet.prepare_rebuild``).
 
     :param table_name: the source table.
     :param tunnel_name: the main tunnel's name; the rebuild tunnel is ``<tunnel_name>-rebuild-<start>``.
@@ -57,7 +59,9 @@ class TablestoreCreateRebuildTunnelOperator(TablestoreBaseOperator[TablestoreTun
         chose it (so it can also be downstream of tasks the plan may run instead, and wait for them).
     :param tablestore_conn_id: the source's connection.
     :param region: overrides the connection's region.
-    :return: (XCom) ``{"tunnel": <rebuild tunnel name>, "staging": <staging change log>}``.
+    :return: (XCom) ``{"tunnel": <rebuild tunnel name>, "staging": <staging change log>}``, each also pushed
+        under its own key (``multiple_outputs``), so later tasks take ``task.output["tunnel"]`` and
+        ``task.output["staging"]``.
     """
 
     hook_class = TablestoreTunnelHook
@@ -66,6 +70,7 @@ class TablestoreCreateRebuildTunnelOperator(TablestoreBaseOperator[TablestoreTun
 
     def __init__(self, *, table_name: str, tunnel_name: str, parquet_path: str,
                  plan_task_id: str | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.table_name = table_name
         self.tunnel_name = tunnel_name
@@ -73,6 +78,8 @@ class TablestoreCreateRebuildTunnelOperator(TablestoreBaseOperator[TablestoreTun
         self.plan_task_id = plan_task_id
 
     def execute(self, context: Context) -> dict[str, str]:
+        from airflow_tablestore.spark.sinks.parquet import prepare_rebuild
+
         if self.plan_task_id:
             chosen = context["ti"].xcom_pull(task_ids=self.plan_task_id, key=PLAN_XCOM_KEY) or []
             if self.task_id not in chosen:
@@ -86,10 +93,11 @@ class TablestoreCreateRebuildTunnelOperator(TablestoreBaseOperator[TablestoreTun
             problem = outside_retention(start, end, retention_hours, datetime.now(UTC))
             if problem:
                 raise AirflowFailException(problem)
-            if any(t.tunnel_name == name for t in tunnels.conn.list_tunnels(self.table_name)):
-                tunnels.conn.delete_tunnel(self.table_name, name)  # left by an earlier attempt
+            if tunnels.delete_tunnel(self.table_name, name):
+                self.log.info("deleted the rebuild tunnel %s an earlier attempt left", name)
             tunnels.conn.create_tunnel(self.table_name, name, "Stream", stream_start=start, stream_end=end)
         staging = f"{self.parquet_path.rstrip('/')}/_rebuild/{start:%Y%m%dT%H%M%S}"
+        prepare_rebuild(staging)  # the new tunnel reads the whole interval: start from an empty staging log
         self.log.info("rebuild tunnel %s created for [%s, %s); the rebuilt partitions are written to %s "
                       "first", name, start.isoformat(), end.isoformat(), staging)
         return {"tunnel": name, "staging": staging}
@@ -99,7 +107,9 @@ class TablestoreSwapRebuiltPartitionsOperator(TablestoreBaseOperator[TablestoreT
     """Replace the run's interval partitions by the rebuilt ones, then delete the staging log and the tunnel.
 
     Each partition is swapped by a directory rename (atomic on local and HDFS file systems: readers see the
-    old or the new partition, never a mix); a partition the rebuild did not write had no changes.
+    old or the new partition, never a mix); a partition the rebuild did not write had no changes. Retrying is
+    safe: a staging log already swapped in (its marker gone) is not swapped again, and a tunnel already
+    deleted is not an error.
 
     :param table_name: the source table.
     :param tunnel_name: the rebuild tunnel to delete.
@@ -130,8 +140,9 @@ class TablestoreSwapRebuiltPartitionsOperator(TablestoreBaseOperator[TablestoreT
 
         start, end = _data_interval(context)
         replaced = replace_partitions(self.parquet_path, self.staging_path, start, end, self.partition_by)
-        with self.make_hook() as tunnels:
-            tunnels.conn.delete_tunnel(self.table_name, self.tunnel_name)
+        with self.make_hook() as tunnels, fail_fast():
+            if not tunnels.delete_tunnel(self.table_name, self.tunnel_name):
+                self.log.info("rebuild tunnel %s already deleted", self.tunnel_name)
         self.log.info("rebuilt partitions %s of [%s, %s)", ", ".join(replaced), start.isoformat(),
                       end.isoformat())
         return replaced

@@ -16,17 +16,21 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.standard.operators.branch import BaseBranchOperator
 from airflow.sdk import Asset, AssetAlias, BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.assets.tablestore import create_asset
-from airflow_tablestore.hooks.base import DEFAULT_CONN_ID, TablestoreBaseHook
+from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
 from airflow_tablestore.hooks.failures import fail_fast
+from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 from airflow_tablestore.operators.base import TablestoreHookMixin, tablestore_template_fields
+
+if TYPE_CHECKING:
+    from airflow_tablestore.client.tunnel.cutoff import Progress
 
 RUN_CUTOFF = ("{{ (data_interval_end if data_interval_end is defined and data_interval_end"
               " else dag_run.run_after).isoformat() }}")
@@ -62,22 +66,10 @@ def parameter_problems(*, sink_type: str, parquet_path: str | None, source_table
     return problems
 
 
-class ConsumeProgress(Protocol):
-    """How far a tunnel is consumed (:class:`airflow_tablestore.client.tunnel.cutoff.Progress`)."""
-
-    @property
-    def done(self) -> bool: ...
-
-    @property
-    def message(self) -> str: ...
-
-
-def plan_branches(*, full_done: bool, progress: ConsumeProgress, sink_type: str, start: datetime | None,
+def plan_branches(*, full_done: bool, progress: Progress, sink_type: str, start: datetime | None,
                   end: datetime | None, try_number: int, run_type: str, stream_start_ns: int,
-                  partition_by: str = "hour", full_phase_task_id: str = "full_phase",
-                  incremental_phase_task_id: str = "incremental_phase",
-                  rebuild_task_id: str = "rebuild_prepare",
-                  wait_task_id: str = "wait_consume_point") -> tuple[list[str], str]:
+                  partition_by: str = "hour", full_phase_task_id: str, incremental_phase_task_id: str,
+                  rebuild_task_id: str, wait_task_id: str) -> tuple[list[str], str]:
     """A replication run's plan: the task ids of the branches to follow and why.
 
     The full phase while base data is left, else the incremental phase until the tunnel is consumed through
@@ -88,7 +80,8 @@ def plan_branches(*, full_done: bool, progress: ConsumeProgress, sink_type: str,
     holds later state. With nothing to run, the plan is to wait for the consume point.
 
     :param full_done: whether the tunnel finished its base data.
-    :param progress: how far the tunnel is consumed towards the run's cutoff.
+    :param progress: how far the tunnel is consumed towards the run's cutoff
+        (:func:`~airflow_tablestore.client.tunnel.cutoff.consumed_through`).
     :param sink_type: ``tablestore`` or ``parquet``.
     :param start: the run's data interval start (None without a logical date).
     :param end: the run's data interval end (None without a logical date).
@@ -96,6 +89,10 @@ def plan_branches(*, full_done: bool, progress: ConsumeProgress, sink_type: str,
     :param run_type: the DAG run's type (``backfill``, ``scheduled``, ``manual``...).
     :param stream_start_ns: where the main tunnel's stream begins.
     :param partition_by: the change log's partitioning (``hour`` or ``day``).
+    :param full_phase_task_id: the full phase's task.
+    :param incremental_phase_task_id: the incremental phase's task.
+    :param rebuild_task_id: the first task of a past interval's rebuild.
+    :param wait_task_id: the task that follows when there is nothing to run.
     """
     from airflow_tablestore.client.epoch import to_ns
     from airflow_tablestore.spark.sinks.parquet import aligned
@@ -275,7 +272,7 @@ class TablestoreAnnounceReplicationOperator(BaseOperator):
 
     def _assets(self, start: datetime | None, end: datetime | None) -> list[Asset]:
         if self.sink_type == "tablestore":
-            instance = TablestoreBaseHook(self.sink_tablestore_conn_id).get_config().instance_name
+            instance = TablestoreHook(self.sink_tablestore_conn_id).get_config().instance_name
             return [create_asset(instance=instance, table=self.destination_table)]
         from airflow_tablestore.spark.sinks.parquet import interval_partitions
 

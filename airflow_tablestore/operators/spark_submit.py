@@ -17,6 +17,7 @@ import tempfile
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import XComArg
 
 from airflow_tablestore.spark.consumer import application_path, log4j_config_path
 
@@ -27,11 +28,12 @@ CONSUMER_LOG4J_CONFIG = log4j_config_path()
 otherwise): ``conf={"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file://{...}"}``."""
 
 
-def consumer_arguments(*, table: str, tunnel: str, phase: str, sink: str, sink_table: str | None = None,
-                       sink_path: str | None = None, records_per_channel: int | str | None = None,
+def consumer_arguments(*, table: str, tunnel: str | XComArg, phase: str, sink: str, sink_table: str | None = None,
+                       sink_path: str | XComArg | None = None, records_per_channel: int | str | None = None,
                        heartbeat_interval: float | str | None = None, partition_by: str | None = None,
-                       cutoff: str | None = None) -> list[str]:
-    """The consumer's command line (``application_args``); templates are welcome, None leaves an option out.
+                       cutoff: str | None = None, purge_tombstones_after: float | str | None = None) -> list[str]:
+    """The consumer's command line (``application_args``); templates are welcome (an ``XComArg`` such as
+    ``task.output["tunnel"]`` becomes its template), None leaves an option out.
 
     :param table: the source table (``--table``).
     :param tunnel: the tunnel to consume (``--tunnel``).
@@ -43,11 +45,14 @@ def consumer_arguments(*, table: str, tunnel: str, phase: str, sink: str, sink_t
     :param heartbeat_interval: seconds between the consumer's tunnel heartbeats.
     :param partition_by: the change log's partitioning: ``none``, ``hour`` or ``day``.
     :param cutoff: where the incremental phase stops (ISO-8601; last on the command line).
+    :param purge_tombstones_after: after the run, delete the Tablestore sink's tombstones older than this many
+        seconds (at least the stale-write horizon the consumer computes from its timeouts; see docs/spark.md).
     """
     options = [("--table", table), ("--tunnel", tunnel), ("--phase", phase), ("--sink", sink),
                ("--sink-table", sink_table), ("--sink-path", sink_path),
                ("--records-per-channel", records_per_channel), ("--heartbeat-interval", heartbeat_interval),
-               ("--partition-by", partition_by), ("--cutoff", cutoff)]
+               ("--partition-by", partition_by), ("--purge-tombstones-after", purge_tombstones_after),
+               ("--cutoff", cutoff)]
     return [part for flag, value in options if value is not None for part in (flag, str(value))]
 
 
@@ -75,13 +80,13 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
 
     def _with_credentials(self, directory: str) -> None:
         """Write the credentials file into ``directory`` and point the job at it."""
-        from airflow_tablestore.hooks.base import TablestoreBaseHook
+        from airflow_tablestore.hooks.table import TablestoreHook
         from airflow_tablestore.spark.settings import write_credentials_file
 
-        source = TablestoreBaseHook(self.tablestore_conn_id).get_config()  # registers secrets with the masker
+        source = TablestoreHook(self.tablestore_conn_id).get_config()  # registers secrets with the masker
         sink = None
         if self.sink_tablestore_conn_id and self.sink_tablestore_conn_id != self.tablestore_conn_id:
-            sink = TablestoreBaseHook(self.sink_tablestore_conn_id).get_config()
+            sink = TablestoreHook(self.sink_tablestore_conn_id).get_config()
         path = write_credentials_file(directory, source, sink)
         if (self._deploy_mode or self._get_hook()._connection.get("deploy_mode")) == "cluster":
             self.files = ",".join(filter(None, [self.files, str(path)]))

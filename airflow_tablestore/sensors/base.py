@@ -1,11 +1,15 @@
-"""The generic base of the Tablestore sensors (the same connection boilerplate as ``operators/base.py``)."""
+"""The generic base of the Tablestore sensors (the same connection boilerplate as ``operators/base.py``).
+
+As for the operators, the cached hooks' clients are closed when ``execute`` ends (after the pokes of a
+sensor in poke mode, the one poke of a reschedule, or the check before it defers).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import BaseSensorOperator
+from airflow.sdk import BaseSensorOperator, Context
 
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
 from airflow_tablestore.operators.base import CONNECTION_TEMPLATE_FIELDS, HookT, TablestoreHookMixin
@@ -20,3 +24,7 @@ class TablestoreBaseSensor(BaseSensorOperator, TablestoreHookMixin[HookT]):
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._init_connection(tablestore_conn_id, region)
+
+    def execute(self, context: Context) -> Any:
+        """Poke until done (``BaseSensorOperator.execute``); the hooks' clients are closed afterwards."""
+        return super().execute(context)

@@ -7,7 +7,8 @@ Two pure conversions used on the executors:
   versions, DELETE_ROW → delete).
 * :func:`records_to_arrow` / :func:`arrow_to_records` — one change-log row per record: channel, position,
   action, primary key and columns as lists of typed-value structs (exact for every Tablestore type, including
-  BINARY), and the stream sequence (null for base data).
+  BINARY), and the stream sequence (null for base data). Values become Arrow through the one shared core,
+  :mod:`airflow_tablestore.spark.arrow` (the ``tablestore`` data source's too).
 """
 
 from __future__ import annotations
@@ -21,20 +22,22 @@ from airflow_tablestore.client.model import (
     ActionType,
     CellOp,
     Column,
+    ColumnType,
     PrimaryKey,
     Record,
     RowWrite,
     SequenceInfo,
     WriteType,
 )
+from airflow_tablestore.spark.arrow import ARROW_TYPES, TypedValues, normalized, value_type
 
+_VALUE_SLOT = {
+    ColumnType.INTEGER: "int_value", ColumnType.DOUBLE: "double_value", ColumnType.BOOLEAN: "bool_value",
+    ColumnType.STRING: "string_value", ColumnType.BINARY: "binary_value",
+}
 _VALUE_FIELDS = [
     pa.field("type", pa.string()),
-    pa.field("int_value", pa.int64()),
-    pa.field("double_value", pa.float64()),
-    pa.field("bool_value", pa.bool_()),
-    pa.field("string_value", pa.string()),
-    pa.field("binary_value", pa.binary()),
+    *(pa.field(_VALUE_SLOT[kind], arrow_type) for kind, arrow_type in ARROW_TYPES.items()),
 ]
 PK_TYPE = pa.struct([pa.field("name", pa.string()), *_VALUE_FIELDS])
 COLUMN_TYPE = pa.struct([
@@ -86,20 +89,9 @@ def _typed(value: Any) -> dict[str, Any]:
         "type": None, "int_value": None, "double_value": None, "bool_value": None,
         "string_value": None, "binary_value": None,
     }
-    if value is None:
-        return out
-    if isinstance(value, bool):
-        out["type"], out["bool_value"] = "BOOLEAN", value
-    elif isinstance(value, int):
-        out["type"], out["int_value"] = "INTEGER", value
-    elif isinstance(value, float):
-        out["type"], out["double_value"] = "DOUBLE", value
-    elif isinstance(value, str):
-        out["type"], out["string_value"] = "STRING", value
-    elif isinstance(value, bytes | bytearray | memoryview):
-        out["type"], out["binary_value"] = "BINARY", bytes(value)
-    else:  # INF_MIN/INF_MAX/AUTO_INCREMENT never appear in records
-        raise TypeError(f"unsupported value {value!r} in a tunnel record")
+    kind = value_type(value)  # the shared typing rule (spark/arrow.py); INF_MIN/INF_MAX raise TypeError
+    if kind is not None:
+        out["type"], out[_VALUE_SLOT[kind]] = kind.value, normalized(value, kind)
     return out
 
 
@@ -194,60 +186,27 @@ _OP_NAMES = {op: op.name for op in CellOp}
 
 
 class _ValueColumns:
-    """Leaf lists of the typed-value struct, filled one value at a time."""
+    """Leaf lists of the typed-value struct, filled one value at a time (the values: :class:`TypedValues`)."""
 
     def __init__(self, *, with_cell: bool) -> None:
         self.with_cell = with_cell
         self.names: list[str] = []
         self.ops: list[str] = []
         self.stamps: list[int | None] = []
-        self.types: list[str | None] = []
-        self.ints: list[int | None] = []
-        self.doubles: list[float | None] = []
-        self.bools: list[bool | None] = []
-        self.strings: list[str | None] = []
-        self.binaries: list[bytes | None] = []
+        self.values = TypedValues()
 
     def add(self, name: str, value: Any, op: str = "PUT", timestamp: int | None = None) -> None:
         self.names.append(name)
         if self.with_cell:
             self.ops.append(op)
             self.stamps.append(timestamp)
-        i = d = b = s = x = None
-        kind: str | None
-        cls = type(value)
-        if value is None:
-            kind = None
-        elif cls is bool:
-            kind, b = "BOOLEAN", value
-        elif cls is int:
-            kind, i = "INTEGER", value
-        elif cls is float:
-            kind, d = "DOUBLE", value
-        elif cls is str:
-            kind, s = "STRING", value
-        elif isinstance(value, bytes | bytearray | memoryview):
-            kind, x = "BINARY", bytes(value)
-        else:
-            item = _typed(value)  # subclasses of the basic types, or an unsupported value (raises)
-            kind, i, d, b, s, x = (item["type"], item["int_value"], item["double_value"], item["bool_value"],
-                                   item["string_value"], item["binary_value"])
-        self.types.append(kind)
-        self.ints.append(i)
-        self.doubles.append(d)
-        self.bools.append(b)
-        self.strings.append(s)
-        self.binaries.append(x)
+        self.values.add(value)
 
     def struct(self, struct_type: pa.StructType) -> pa.StructArray:
         leaves = [pa.array(self.names, pa.string())]
         if self.with_cell:
             leaves += [pa.array(self.ops, pa.string()), pa.array(self.stamps, pa.int64())]
-        leaves += [
-            pa.array(self.types, pa.string()), pa.array(self.ints, pa.int64()),
-            pa.array(self.doubles, pa.float64()), pa.array(self.bools, pa.bool_()),
-            pa.array(self.strings, pa.string()), pa.array(self.binaries, pa.binary()),
-        ]
+        leaves += self.values.arrays()
         return pa.StructArray.from_arrays(leaves, fields=list(struct_type))
 
 

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
+# A fixed name, not __name__: run as ``python -m airflow_tablestore.spark.consumer`` this module is ``__main__``.
 log = logging.getLogger("airflow_tablestore.spark")
 
 
@@ -79,6 +80,19 @@ def build_sink(options: Any, source: Any) -> Any:
             "instance's settings (TABLESTORE_SINK_* or the credentials file's 'sink' object)"
         )
     return TablestoreSink(sink_settings, options.sink_table, options.request_timeout, options.fence_column)
+
+
+def purge_sink_tombstones(options: Any, sink: Any) -> None:
+    """``--purge-tombstones-after``: delete the sink table's tombstones older than the horizon
+    (:mod:`~airflow_tablestore.spark.sinks.purge`), logged as a ``TOMBSTONE_PURGE {json}`` line."""
+    from airflow_tablestore.spark.sinks.purge import purge_tombstones
+
+    client = sink.settings.table_client(timeout=options.request_timeout)
+    try:
+        result = purge_tombstones(client, sink.table, sink.fence_column, options.purge_tombstones_after)
+    finally:
+        client.close()
+    print("TOMBSTONE_PURGE " + json.dumps(result.as_dict(), sort_keys=True), flush=True)
 
 
 def default_spark_factory(options: Any) -> Any:
@@ -148,6 +162,8 @@ def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
 
         job = ConsumerJob(options, source, sink, tracked_factory)
         summary = job.run()
+        if options.purge_tombstones_after is not None:
+            purge_sink_tombstones(options, sink)
         line = json.dumps(summary.as_dict(), sort_keys=True)
         print("CONSUMER_SUMMARY " + line, flush=True)
         if options.summary_file:

@@ -44,6 +44,7 @@ class JobOptions:
     max_rounds: int = 0
     request_timeout: float = 60.0
     app_name: str | None = None
+    purge_tombstones_after: float | None = None
 
     @property
     def cutoff_us(self) -> int | None:
@@ -133,6 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--request-timeout", type=_positive_float, default=60.0,
                    help="HTTP timeout of one Tablestore request in seconds (default %(default)s)")
     p.add_argument("--app-name", help="Spark application name")
+    p.add_argument("--purge-tombstones-after", type=_positive_float, metavar="SECONDS",
+                   help="after the run, delete the sink table's tombstones (deleted rows kept for the fence) "
+                   "written more than SECONDS ago; must be at least the horizon past which no late or stale "
+                   "write can arrive, computed from --client-timeout, --heartbeat-interval, --request-timeout and "
+                   "--records-per-channel (the error says how much; --sink tablestore with a fence only)")
     return p
 
 
@@ -156,6 +162,8 @@ def parse_args(argv: Sequence[str] | None = None) -> JobOptions:
         raise OptionsError(f"--fence-column {ns.fence_column!r} is not a valid column name")
     if ns.heartbeat_interval >= ns.client_timeout:
         raise OptionsError("--heartbeat-interval must be shorter than --client-timeout")
+    if ns.purge_tombstones_after is not None:
+        _check_purge(ns)
     return JobOptions(
         table=ns.table,
         tunnel=ns.tunnel,
@@ -178,4 +186,21 @@ def parse_args(argv: Sequence[str] | None = None) -> JobOptions:
         max_rounds=ns.max_rounds,
         request_timeout=ns.request_timeout,
         app_name=ns.app_name,
+        purge_tombstones_after=ns.purge_tombstones_after,
     )
+
+
+def _check_purge(ns: argparse.Namespace) -> None:
+    from airflow_tablestore.spark.sinks.purge import minimum_horizon_s
+
+    if ns.sink != "tablestore" or not ns.fence_column:
+        raise OptionsError("--purge-tombstones-after needs --sink tablestore with a fence (tombstones exist only "
+                           "there)")
+    minimum = minimum_horizon_s(request_timeout=ns.request_timeout, client_timeout=ns.client_timeout,
+                                heartbeat_interval=ns.heartbeat_interval,
+                                records_per_channel=ns.records_per_channel)
+    if ns.purge_tombstones_after < minimum:
+        raise OptionsError(f"--purge-tombstones-after {ns.purge_tombstones_after:g} is below {minimum:.0f}s, the "
+                           "longest a stale write can still arrive with these --client-timeout, "
+                           "--heartbeat-interval, --request-timeout and --records-per-channel: a younger "
+                           "tombstone may still be needed to refuse it")

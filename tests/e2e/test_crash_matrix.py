@@ -3,7 +3,8 @@ JVM, Python driver, Python workers) at >= 10 moments per phase — right after t
 or checkpoint the server answered — SIGKILL and restart the source emulator mid-run 3 times, keep writing to
 the source between and during the incremental runs, and finish with a catch-up while ~10% of every emulator
 request fails. Then the destination must equal the source in every row, column, version and timestamp, and
-the change log must hold every change exactly once.
+the change log must hold every change exactly once. The tablestore sink's runs purge tombstones as they go
+(``--purge-tombstones-after``, issue 19 item 6): the replica stays exact with the purge on.
 
 Opt-in for ``make test`` (it takes minutes): ``make test-crash`` runs it, and so does ``.ci/run``. The kill
 positions reached are printed (run with ``-s``) and written to ``crash-matrix-report.json`` in the test's
@@ -38,6 +39,7 @@ from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.consumer import application_path
 from airflow_tablestore.spark.sinks.parquet import read_change_log
+from airflow_tablestore.spark.sinks.purge import minimum_horizon_s
 from demo import replication as demo
 
 from .spark_runs import BIN, FAST_JVM, base_rows, consumer_env, wait_until_gone
@@ -54,6 +56,13 @@ EMULATOR_ARGS = ["--base-channel-rows", "300", "--stream-partitions", "2", "--ma
 REQUEST = re.compile(r'"POST (/[\w/]+) HTTP')
 READ, CHECKPOINT, SINK_WRITE = "/tunnel/readrecords", "/tunnel/checkpoint", "/BatchWriteRow"
 COMPLETED = "run completed before the kill point"
+PURGE_HORIZON = minimum_horizon_s(request_timeout=3, client_timeout=5, heartbeat_interval=1, records_per_channel=120)
+"""The tablestore sink's runs purge tombstones (--purge-tombstones-after) at the smallest horizon TUNING allows."""
+PURGE_REAL_S = 10.0
+"""The sink emulator's clock runs PURGE_HORIZON - PURGE_REAL_S behind, so a tombstone is purged once it is this
+old in real time: purges happen between the kills (longer than the 3.5 s the faults hold a request, and the 3 s
+request timeout)."""
+PURGE_LINE = re.compile(r"TOMBSTONE_PURGE (\{.*\})")
 
 
 @dataclasses.dataclass
@@ -77,6 +86,10 @@ class World:
     sink_type: str
     args: list[str]
     report: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    purged: int = 0
+
+    def note_purges(self, output: str) -> None:
+        self.purged += sum(json.loads(m.group(1))["purged"] for m in PURGE_LINE.finditer(output))
 
     def env(self) -> dict[str, str]:
         env = consumer_env(self.source)
@@ -109,6 +122,7 @@ def run_clean(world: World, args: list[str]) -> str:
     code, out = finish(launch(world, args))
     assert code == 0, out[-6000:]
     assert "CONSUMER_SUMMARY" in out
+    world.note_purges(out)
     return out
 
 
@@ -143,6 +157,7 @@ def run_killed(world: World, args: list[str], kill: Kill) -> None:
         kill.reached = f"after answer {kill.nth} to {kill.path} (+{kill.delay_s * 1000:.0f} ms)"
     else:
         assert code == 0, out[-6000:]
+        world.note_purges(out)
         kill.reached = COMPLETED
     world.report.append(dataclasses.asdict(kill))
 
@@ -247,6 +262,7 @@ def restart_mid_run(world: World, args: list[str], after_reads: int) -> str:
         world.source.start()
         outcome = f"emulator SIGKILLed after read {after_reads} and restarted"
     code, out = finish(proc)
+    world.note_purges(out)
     if code != 0:
         run_clean(world, args)
         outcome += "; the consumer failed and its rerun succeeded"
@@ -266,7 +282,8 @@ def add_random_faults(emulator: EmulatorProcess, seed: int) -> None:
 @pytest.fixture
 def emulators(tmp_path: Path) -> Iterator[tuple[EmulatorProcess, EmulatorProcess]]:
     with EmulatorProcess(data_dir=tmp_path / "source-data", extra_args=EMULATOR_ARGS) as source, \
-            EmulatorProcess(data_dir=tmp_path / "sink-data", instance="replica", extra_args=EMULATOR_ARGS) as sink:
+            EmulatorProcess(data_dir=tmp_path / "sink-data", instance="replica",
+                            extra_args=[*EMULATOR_ARGS, "--clock-offset", f"{PURGE_REAL_S - PURGE_HORIZON}"]) as sink:
         yield source, sink
 
 
@@ -282,7 +299,7 @@ def test_crash_matrix(emulators: tuple[EmulatorProcess, EmulatorProcess], tmp_pa
     if sink_type == "tablestore":
         make_replica_across(client, sink_client)  # the replica lives on another instance
         args = ["--table", "orders", "--tunnel", "replication", "--sink", "tablestore",
-                "--sink-table", "orders_replica"]
+                "--sink-table", "orders_replica", "--purge-tombstones-after", f"{PURGE_HORIZON}"]
         world = World(source, sink_emulator, client, sink_type, args)
     else:
         args = ["--table", "orders", "--tunnel", "replication", "--sink", "parquet", "--sink-path", path]
@@ -331,6 +348,7 @@ def test_crash_matrix(emulators: tuple[EmulatorProcess, EmulatorProcess], tmp_pa
 
     if sink_type == "tablestore":
         assert demo.compare(demo.snapshot(client, "orders"), demo.snapshot(sink_client, "orders_replica")) == []
+        assert world.purged > 0, "no tombstone was purged: the purge was not exercised"
     else:
         records = arrow_to_records(read_change_log(path))
         assert base_rows(records) == expected_base

@@ -49,31 +49,6 @@ def test_every_param_has_a_title_and_a_description(dag_module: ModuleType) -> No
         assert param.schema.get("title") and param.description, name
 
 
-@pytest.mark.parametrize(("exit_code", "final"), [(1, False), (2, True), (3, True)])
-def test_spark_task_fails_at_once_on_a_permanent_consumer_exit(dag_module: ModuleType, exit_code: int,
-                                                               final: bool,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-    from airflow.sdk.exceptions import AirflowFailException
-
-    def failing(self: object, context: object) -> None:
-        raise RuntimeError(f"Cannot execute: spark-submit ... consumer.py. Error code is: {exit_code}.")
-
-    monkeypatch.setattr(SparkSubmitOperator, "execute", failing)
-    monkeypatch.setattr(dag_module, "spark_submit_problem", lambda binary: None, raising=False)
-    import airflow_tablestore.spark.preflight as preflight
-
-    monkeypatch.setattr(preflight, "spark_submit_problem", lambda binary="spark-submit", path=None: None)
-    import copy
-
-    task = copy.deepcopy(dag_module.dag.get_task("incremental_phase"))
-    task.tablestore_conn_id = task.sink_tablestore_conn_id = "ts_test"
-    with pytest.raises(AirflowFailException if final else RuntimeError) as info:
-        task.execute({})
-    if final:
-        assert f"exit code {exit_code}" in str(info.value)
-
-
 def test_task_graph(dag_module: ModuleType) -> None:
     dag = dag_module.dag
     down = {t.task_id: set(t.downstream_task_ids) for t in dag.tasks}
@@ -84,7 +59,8 @@ def test_task_graph(dag_module: ModuleType) -> None:
     assert down["full_phase"] == {"incremental_phase"}
     assert down["incremental_phase"] == {"wait_consume_point", "rebuild_prepare"}
     # a rerun of a past interval rebuilds its change-log partitions through a bounded tunnel of its own
-    assert down["rebuild_prepare"] == {"rebuild_interval"}
+    # (rebuild_swap also reads rebuild_prepare's XCom: the bounded tunnel and the staging log)
+    assert down["rebuild_prepare"] == {"rebuild_interval", "rebuild_swap"}
     assert down["rebuild_interval"] == {"rebuild_swap"}
     assert down["rebuild_swap"] == {"wait_consume_point"}
     assert down["wait_consume_point"] == {"announce"}
@@ -175,10 +151,22 @@ def test_unset_change_log_path_reaches_the_parameter_check_empty(dag_module: Mod
 def test_rebuild_reads_its_own_tunnel_into_a_staging_log(dag_module: ModuleType) -> None:
     dag = dag_module.dag
     args = dag.get_task("rebuild_interval").application_args
-    prepared = "ti.xcom_pull(task_ids='rebuild_prepare')"
-    assert prepared in args[args.index("--tunnel") + 1] and prepared in args[args.index("--sink-path") + 1]
+    prepared = "xcom_pull(task_ids='rebuild_prepare', dag_id='tablestore_replication', key="
+    assert prepared + "'tunnel')" in args[args.index("--tunnel") + 1]
+    assert prepared + "'staging')" in args[args.index("--sink-path") + 1]
+    assert dag.get_task("rebuild_prepare").multiple_outputs  # so its XCom has the keys "tunnel" and "staging"
     assert args[args.index("--sink") + 1] == "parquet" and "--sink-table" not in args
     assert args[-1] == dag.get_task("incremental_phase").application_args[-1]  # the same cutoff
     swap = dag.get_task("rebuild_swap")
-    assert (swap.tunnel_name, swap.staging_path) == (args[args.index("--tunnel") + 1],
-                                                     args[args.index("--sink-path") + 1])
+    assert (str(swap.tunnel_name), str(swap.staging_path)) == (args[args.index("--tunnel") + 1],
+                                                               args[args.index("--sink-path") + 1])
+
+
+def test_branches_name_the_dags_tasks(dag_module: ModuleType) -> None:
+    """The branch operators name tasks that exist (the DAG passes the task objects' ids, not copies)."""
+    dag = dag_module.dag
+    plan, choose_sink = dag.get_task("plan"), dag.get_task("choose_sink")
+    assert set(plan.task_ids.values()) <= set(plan.downstream_task_ids)
+    assert {choose_sink.tablestore_sink_task_id, choose_sink.parquet_sink_task_id} == choose_sink.downstream_task_ids
+    assert dag.get_task("rebuild_prepare").plan_task_id == plan.task_id
+    assert dag.get_task("announce").phase_task_ids == ["full_phase", "incremental_phase"]

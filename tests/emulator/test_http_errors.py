@@ -149,3 +149,22 @@ def test_unexpected_exception_is_500_and_server_keeps_serving(tmp_path: Path, ca
     finally:
         emu.shutdown()
         thread.join(10)
+
+
+def test_a_path_two_surfaces_route_stops_the_server_at_start_up() -> None:
+    """The surfaces' route tables are merged once, at start-up: a path claimed twice (or one under the control
+    surface's prefix) is an error there, not requests quietly served by whichever table came last."""
+    from airflow_tablestore.emulator.server import merge_routes
+
+    class Surface:
+        def __init__(self, *paths: str) -> None:
+            self.paths = paths
+
+        def routes(self) -> dict[str, Any]:
+            return {path: self.routes for path in self.paths}
+
+    assert set(merge_routes((Surface("/GetRow"), Surface("/tunnel/list")))) == {"/GetRow", "/tunnel/list"}
+    with pytest.raises(ValueError, match="'/GetRow' is routed by both Surface and Surface"):
+        merge_routes((Surface("/GetRow", "/PutRow"), Surface("/GetRow")))
+    with pytest.raises(ValueError, match="under the control surface"):
+        merge_routes((Surface("/_emulator/state"),))

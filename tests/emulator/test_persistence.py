@@ -45,7 +45,7 @@ def test_restart_keeps_acknowledged_writes(tmp_path: Path, sig: int) -> None:
         emu.close()
     store = Store(tmp_path / "emulator.sqlite3")
     try:
-        assert store.stream.head_seq() == 152
+        assert store.stream.head_seq == 152
         info = store.tables.get("persist")
         assert info is not None and info.stream_enabled
     finally:

@@ -27,6 +27,7 @@ from airflow_tablestore.operators.replication import (
     plan_branches,
 )
 from airflow_tablestore.operators.spark_submit import consumer_arguments
+from airflow_tablestore.spark.sinks.parquet import REBUILD_PENDING, prepare_rebuild
 
 DEFAULTS: dict[str, Any] = {  # the example DAG's defaults
     "tablestore_conn_id": "tablestore_default", "sink_tablestore_conn_id": "tablestore_default",
@@ -119,7 +120,7 @@ def test_plan_branches(case: dict[str, Any], expected: list[str]) -> None:
 
     args: dict[str, Any] = dict(full_done=True, progress=Progress(), sink_type="parquet",
                                 start=H - timedelta(hours=1), end=H, try_number=1, run_type="scheduled",
-                                stream_start_ns=TUNNEL_BEFORE)
+                                stream_start_ns=TUNNEL_BEFORE, **TASK_IDS)
     args.update(case)
     branches, reason = plan_branches(**args)
     assert branches == expected
@@ -131,14 +132,18 @@ def test_plan_branches_names_the_callers_tasks() -> None:
     progress = SimpleNamespace(done=False, message="behind")
     branches, _ = plan_branches(full_done=True, progress=progress, sink_type="parquet",
                                 start=H - timedelta(hours=1), end=H, try_number=1, run_type="scheduled",
-                                stream_start_ns=TUNNEL_AFTER,
-                                incremental_phase_task_id="stream", rebuild_task_id="redo")
+                                stream_start_ns=TUNNEL_AFTER, **(TASK_IDS | {"incremental_phase_task_id": "stream",
+                                                                             "rebuild_task_id": "redo"}))
     assert branches == ["stream", "redo"]
+    with pytest.raises(TypeError, match="wait_task_id"):  # no default task names: the caller's DAG names them
+        plan_branches(full_done=True, progress=progress, sink_type="parquet", start=None, end=None,
+                      try_number=1, run_type="manual", stream_start_ns=0, full_phase_task_id="a",
+                      incremental_phase_task_id="b", rebuild_task_id="c")
     day = H.replace(hour=0)
     consumed = SimpleNamespace(done=True, message="")
     _, reason = plan_branches(full_done=True, progress=consumed, sink_type="parquet",
                               start=day - timedelta(hours=1), end=day, try_number=2, run_type="scheduled",
-                              stream_start_ns=TUNNEL_BEFORE, partition_by="day")
+                              stream_start_ns=TUNNEL_BEFORE, partition_by="day", **TASK_IDS)
     assert "not on day boundaries" in reason
 
 
@@ -196,27 +201,33 @@ def test_rerun_outside_the_stream_retention_is_refused() -> None:
     assert problem is not None and "retention 24 h" in problem and "left as it was" in problem
 
 
-def _prepare(table: str, conn: str) -> TablestoreCreateRebuildTunnelOperator:
+def _prepare(table: str, conn: str, parquet_path: str = "/nonexistent/log/") -> TablestoreCreateRebuildTunnelOperator:
     return TablestoreCreateRebuildTunnelOperator(task_id="rebuild_prepare", table_name=table,
-                                                 tunnel_name="replication", parquet_path="/data/log/",
+                                                 tunnel_name="replication", parquet_path=parquet_path,
                                                  plan_task_id="plan", tablestore_conn_id=conn)
 
 
-def test_rebuild_tunnel_is_bounded_to_the_interval(tablestore_airflow_conn: str, stream_table: str,
-                                                   tablestore_tunnel_client: Any) -> None:
+def test_rebuild_tunnel_is_bounded_to_the_interval_and_recreated_with_an_empty_staging_log(
+        tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any, tmp_path: Path) -> None:
     end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     start = end - timedelta(hours=1)
     context = _context(start, end, xcom={("plan", "branches"): ["incremental_phase", "rebuild_prepare"]})
-    prepared = _prepare(stream_table, tablestore_airflow_conn).execute(context)
+    prepared = _prepare(stream_table, tablestore_airflow_conn, f"{tmp_path}/log/").execute(context)
     stamp = f"{start:%Y%m%dT%H%M%S}"
-    assert prepared == {"tunnel": f"replication-rebuild-{stamp}", "staging": f"/data/log/_rebuild/{stamp}"}
+    staging = tmp_path / "log" / "_rebuild" / stamp
+    assert prepared == {"tunnel": f"replication-rebuild-{stamp}", "staging": str(staging)}
+    assert [p.name for p in staging.iterdir()] == [REBUILD_PENDING]  # not swapped in yet, even if left empty
     tunnel = tablestore_tunnel_client.describe_tunnel(stream_table, prepared["tunnel"]).tunnel
     assert tunnel.tunnel_type == TunnelType.STREAM
     first_id = tunnel.tunnel_id
-    again = _prepare(stream_table, tablestore_airflow_conn).execute(context)  # an earlier attempt's tunnel
+    # an earlier attempt's tunnel, and what its consumer staged: the new tunnel reads the interval again
+    (staging / "interval=x" / "channel=c").mkdir(parents=True)
+    (staging / "interval=x" / "channel=c" / "part-1.parquet").write_bytes(b"read by the first tunnel")
+    again = _prepare(stream_table, tablestore_airflow_conn, f"{tmp_path}/log/").execute(context)
     assert again == prepared
     recreated = tablestore_tunnel_client.describe_tunnel(stream_table, prepared["tunnel"]).tunnel
     assert recreated.tunnel_id != first_id
+    assert [p.name for p in staging.iterdir()] == [REBUILD_PENDING]  # no duplicate of the first tunnel's reads
 
 
 def test_rebuild_skips_itself_unless_planned_and_refuses_what_the_stream_no_longer_holds(
@@ -232,25 +243,74 @@ def test_rebuild_skips_itself_unless_planned_and_refuses_what_the_stream_no_long
     assert tablestore_tunnel_client.list_tunnels(stream_table) == []  # nothing changed
 
 
+def _staged_rebuild(tmp_path: Path, start: datetime) -> tuple[Path, Path]:
+    """A change log with an old partition of ``start``'s hour, and a prepared staging log holding its rebuild."""
+    log, staging = tmp_path / "log", tmp_path / "log" / "_rebuild" / f"{start:%Y%m%dT%H%M%S}"
+    (log / f"interval={start:%Y%m%dT%H}").mkdir(parents=True)
+    (log / f"interval={start:%Y%m%dT%H}" / "stray.parquet").write_bytes(b"old")
+    prepare_rebuild(str(staging))
+    (staging / f"interval={start:%Y%m%dT%H}").mkdir()
+    (staging / f"interval={start:%Y%m%dT%H}" / "part.parquet").write_bytes(b"new")
+    return log, staging
+
+
+def _swap(table: str, conn: str, log: Path, staging: Path) -> TablestoreSwapRebuiltPartitionsOperator:
+    return TablestoreSwapRebuiltPartitionsOperator(task_id=unique("swap"), table_name=table,
+                                                   tunnel_name="replication-rebuild", parquet_path=str(log),
+                                                   staging_path=str(staging), tablestore_conn_id=conn)
+
+
 def test_swap_replaces_the_interval_partitions_and_deletes_the_tunnel(
         tablestore_airflow_conn: str, stream_table: str, tablestore_tunnel_client: Any,
         tmp_path: Path) -> None:
     start = H - timedelta(hours=1)
-    log, staging = tmp_path / "log", tmp_path / "log" / "_rebuild" / f"{start:%Y%m%dT%H%M%S}"
-    (log / "interval=20261123T12").mkdir(parents=True)
-    (log / "interval=20261123T12" / "stray.parquet").write_bytes(b"old")
+    log, staging = _staged_rebuild(tmp_path, start)
     (log / "interval=20261123T11").mkdir()
-    (staging / "interval=20261123T12").mkdir(parents=True)
-    (staging / "interval=20261123T12" / "part.parquet").write_bytes(b"new")
     tablestore_tunnel_client.create_tunnel(stream_table, "replication-rebuild", TunnelType.STREAM)
-    swap = TablestoreSwapRebuiltPartitionsOperator(task_id=unique("swap"), table_name=stream_table,
-                                                   tunnel_name="replication-rebuild", parquet_path=str(log),
-                                                   staging_path=str(staging),
-                                                   tablestore_conn_id=tablestore_airflow_conn)
+    swap = _swap(stream_table, tablestore_airflow_conn, log, staging)
     assert swap.execute(_context(start, H)) == ["20261123T12"]
     assert [p.name for p in (log / "interval=20261123T12").iterdir()] == ["part.parquet"]
     assert (log / "interval=20261123T11").is_dir() and not staging.exists()
     assert tablestore_tunnel_client.list_tunnels(stream_table) == []
+
+
+def test_a_retried_swap_keeps_the_rebuilt_partition(tablestore_airflow_conn: str, stream_table: str,
+                                                    tablestore_tunnel_client: Any, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first attempt swaps the partitions in, then fails to delete the tunnel; the retry must not swap in
+    the (now absent) staging log as "an interval without changes", and deletes the tunnel."""
+    from airflow_tablestore.client.errors import ServerError
+    from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
+
+    start = H - timedelta(hours=1)
+    log, staging = _staged_rebuild(tmp_path, start)
+    tablestore_tunnel_client.create_tunnel(stream_table, "replication-rebuild", TunnelType.STREAM)
+    with monkeypatch.context() as patched:
+        def unavailable(self: Any, table_name: str, tunnel_name: str) -> bool:
+            raise ServerError("OTSServerUnavailable", "the service is unavailable", 503)
+
+        patched.setattr(TablestoreTunnelHook, "delete_tunnel", unavailable)
+        with pytest.raises(ServerError):
+            _swap(stream_table, tablestore_airflow_conn, log, staging).execute(_context(start, H))
+    assert [p.name for p in (log / "interval=20261123T12").iterdir()] == ["part.parquet"]
+    assert [t.tunnel_name for t in tablestore_tunnel_client.list_tunnels(stream_table)] == ["replication-rebuild"]
+    assert _swap(stream_table, tablestore_airflow_conn, log, staging).execute(_context(start, H)) == ["20261123T12"]
+    assert [p.name for p in (log / "interval=20261123T12").iterdir()] == ["part.parquet"]  # survived the retry
+    assert tablestore_tunnel_client.list_tunnels(stream_table) == []
+    # a third run (the tunnel already gone) changes nothing either
+    assert _swap(stream_table, tablestore_airflow_conn, log, staging).execute(_context(start, H)) == ["20261123T12"]
+    assert [p.name for p in (log / "interval=20261123T12").iterdir()] == ["part.parquet"]
+
+
+def test_a_rebuild_that_found_no_changes_empties_the_partition(
+        tablestore_airflow_conn: str, stream_table: str, tmp_path: Path) -> None:
+    start = H - timedelta(hours=1)
+    log, staging = tmp_path / "log", tmp_path / "log" / "_rebuild" / "x"
+    (log / "interval=20261123T12").mkdir(parents=True)
+    (log / "interval=20261123T12" / "stray.parquet").write_bytes(b"old")
+    prepare_rebuild(str(staging))  # the rebuild then wrote nothing
+    assert _swap(stream_table, tablestore_airflow_conn, log, staging).execute(_context(start, H)) == ["20261123T12"]
+    assert list((log / "interval=20261123T12").iterdir()) == []
 
 
 # -- the announcement --------------------------------------------------------------------------------

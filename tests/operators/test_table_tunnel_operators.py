@@ -109,6 +109,9 @@ def test_replica_copies_schema_options_stream_and_raises_time_deviation(
     assert replica.schema.options.max_time_deviation == MAX_TIME_DEVIATION
     assert replica.stream.enabled
     assert op.execute(CTX)["created"] is False  # idempotent
+    # execute closed the clients of both cached hooks (the source's is on another connection)
+    assert op.source_hook is not op.hook
+    assert op.hook._client is None and op.source_hook._client is None
 
     with pytest.raises(AirflowFailException, match="does not exist"):
         TablestoreCreateTableOperator(task_id="r2", table_name=unique("replica"),
@@ -257,3 +260,26 @@ def test_openlineage_dataset_names(
     tunnel = _tunnel_op("src", "tn", tablestore_airflow_conn).get_openlineage_facets_on_complete(None)
     assert tunnel.inputs == [("tablestore://emulator", "src")] and tunnel.outputs == []
     assert dataset_namespace("inst") == "tablestore://inst"
+
+
+def test_execute_closes_the_cached_hooks_client_however_it_ends(tablestore_airflow_conn: str,
+                                                                 stream_table: str) -> None:
+    """The base operator closes its cached hook's client (its HTTP pool) when ``execute`` ends: after a
+    success, and after a failure."""
+    delete = TablestoreDeleteTunnelOperator(task_id=unique("delete"), table_name=stream_table,
+                                            tunnel_name=unique("absent"), tablestore_conn_id=tablestore_airflow_conn)
+    closed: list[str] = []
+    original_close = delete.hook.close
+
+    def close() -> None:
+        closed.append("closed" if delete.hook._client is not None else "nothing open")
+        original_close()
+
+    delete.hook.close = close  # type: ignore[method-assign]
+    assert delete.execute(CTX) is False
+    assert closed == ["closed"] and delete.hook._client is None
+    create = TablestoreCreateTunnelOperator(task_id=unique("create"), table_name=unique("missing"),
+                                            tunnel_name="t", tablestore_conn_id=tablestore_airflow_conn)
+    with pytest.raises(AirflowFailException):
+        create.execute(CTX)
+    assert "hook" in vars(create) and create.hook._client is None

@@ -126,6 +126,7 @@ def test_deferrable_execute_defers_with_complete_hook_configuration(
     assert trigger.hook_params == sensor.hook.hook_params
     assert trigger.hook_params["tablestore_conn_id"] == tablestore_airflow_conn
     assert trigger.hook_params["region"] == "cn-test"
+    assert sensor.hook._client is None  # the check's client is closed before the task defers
 
 
 def test_deferrable_execute_returns_at_once_when_already_done(
@@ -170,6 +171,7 @@ def test_poke_mode_execute_returns_xcom(tablestore_airflow_conn: str, stream_tun
     context: Any = {"ti": SimpleNamespace(try_number=1)}
     result = sensor.execute(context)
     assert result["consume_point_ns"] >= to_epoch_ns(PAST)
+    assert sensor.hook._client is None  # the pokes' client is closed when execute ends
 
 
 def test_default_deferrable_config_switches_the_default() -> None:

@@ -185,6 +185,7 @@ def test_replace_partitions_swaps_whole_partitions(tmp_path: Path) -> None:
     _round(old, "ch", "A", "B", 1, [_at(h12, 1), _at(h12 + 3_600_000_000, 2)])  # 12:30 and 13:30
     old.publish("ch", "A", "B", 1)
     (log / "interval=20261123T12" / "stray.parquet").write_bytes(b"not parquet")
+    parquet_sink.prepare_rebuild(str(log / "_rebuild" / "x"))
     rebuilt = ParquetSink(str(log / "_rebuild" / "x"), partition_by="hour")
     _round(rebuilt, "other", "C", "D", 1, [_at(h12 + 1, 7)])
     rebuilt.publish("other", "C", "D", 1)
@@ -198,3 +199,32 @@ def test_replace_partitions_swaps_whole_partitions(tmp_path: Path) -> None:
     assert (log / "interval=20261123T11").is_dir() and not any((log / "interval=20261123T11").iterdir())
     assert read_change_log(str(log / "interval=20261123T13")).num_rows == 1  # outside the interval: kept
     assert not (log / "_rebuild").exists() and not (log / "_replaced").exists()
+
+
+def test_replace_partitions_resumes_a_swap_that_stopped_half_way(tmp_path: Path) -> None:
+    """An attempt that stopped after swapping in one partition: the retry swaps in the rest and leaves the
+    swapped one alone (a partition missing from the staging log is not "an hour without changes" then)."""
+    from datetime import UTC, datetime
+
+    log, rebuilt = tmp_path / "log", tmp_path / "log" / "_rebuild" / "x"
+    for hour in ("11", "12"):
+        (log / f"interval=20261123T{hour}").mkdir(parents=True)
+        (log / f"interval=20261123T{hour}" / "old.parquet").write_bytes(b"old")
+    parquet_sink.prepare_rebuild(str(rebuilt))
+    (rebuilt / "interval=20261123T12").mkdir()
+    (rebuilt / "interval=20261123T12" / "new.parquet").write_bytes(b"new")
+    (rebuilt / parquet_sink.REBUILD_PENDING).rename(rebuilt / parquet_sink.REBUILD_SWAPPING)
+    # 11 had no changes: its empty staged partition was swapped in, the old one set aside and not deleted yet
+    (log / "_replaced").mkdir()
+    (log / "interval=20261123T11").rename(log / "_replaced" / "20261123T11")
+    (log / "interval=20261123T11").mkdir()
+    interval = (datetime(2026, 11, 23, 11, tzinfo=UTC), datetime(2026, 11, 23, 13, tzinfo=UTC))
+    assert parquet_sink.replace_partitions(str(log), str(rebuilt), *interval, "hour") == ["20261123T11",
+                                                                                         "20261123T12"]
+    assert list((log / "interval=20261123T11").iterdir()) == []
+    assert [p.name for p in (log / "interval=20261123T12").iterdir()] == ["new.parquet"]
+    assert not (log / "_rebuild").exists() and not (log / "_replaced").exists()
+    # once more (the swap is complete): nothing changes
+    assert parquet_sink.replace_partitions(str(log), str(rebuilt), *interval, "hour") == ["20261123T11",
+                                                                                         "20261123T12"]
+    assert [p.name for p in (log / "interval=20261123T12").iterdir()] == ["new.parquet"]

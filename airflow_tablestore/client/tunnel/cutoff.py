@@ -1,5 +1,6 @@
-"""Is a tunnel consumed through a cutoff? The one rule the Spark driver, the DAG's ``plan`` task and the
-consume-point sensor share, decided from a ``DescribeTunnel`` answer alone."""
+"""Is a tunnel consumed through a cutoff? The one rule the Spark driver (``ConsumerJob``),
+``TablestoreReplicationPlanOperator`` and ``TablestoreTunnelConsumePointSensor`` share, decided from a
+``DescribeTunnel`` answer alone."""
 
 from __future__ import annotations
 

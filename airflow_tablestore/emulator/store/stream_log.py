@@ -218,8 +218,10 @@ class StreamLog:
         rows = self.core.query("SELECT ts_us FROM stream_log ORDER BY seq DESC LIMIT 1")
         return int(rows[0][0]) if rows else 0
 
+    @property
     def head_seq(self) -> int:
-        """The seq of the newest record ever appended (0 if none); seqs are global and never reused."""
+        """The seq of the newest record ever appended (0 if none); seqs are global and never reused (the store
+        core's ``head_seq``, read-only here)."""
         return self.core.head_seq
 
     def read(self, table: str, partition_id: str, after_seq: int, limit: int) -> list[StreamEntry]:

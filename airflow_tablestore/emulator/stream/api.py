@@ -139,7 +139,7 @@ class StreamApi:
             after, stamp = rows[0][0] - 1, rows[0][1]
         else:
             # No retained record at/after the point: start after everything logged so far.
-            after, stamp = self.store.stream.head_seq(), self.clock.now_us() - CAUGHT_UP_MARGIN_US
+            after, stamp = self.store.stream.head_seq, self.clock.now_us() - CAUGHT_UP_MARGIN_US
         return pb.GetShardIteratorResponse(
             shard_iterator=encode_iterator(req.stream_id, req.shard_id, after, stamp))
 

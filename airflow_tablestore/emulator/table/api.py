@@ -12,7 +12,7 @@ from airflow_tablestore.emulator.api_common import Handler
 from airflow_tablestore.emulator.clock import Clock
 from airflow_tablestore.emulator.config import EmulatorConfig
 from airflow_tablestore.emulator.store.database import Store
-from airflow_tablestore.emulator.table.ddl import TableDdl
+from airflow_tablestore.emulator.table.ddl import DdlHandlers
 from airflow_tablestore.emulator.table.reads import RowReads
 from airflow_tablestore.emulator.table.writes import RowWrites
 
@@ -21,7 +21,7 @@ class TableApi:
     """The table API on top of a :class:`Store`."""
 
     def __init__(self, store: Store, clock: Clock, config: EmulatorConfig) -> None:
-        self.ddl = TableDdl(store, clock)
+        self.ddl = DdlHandlers(store, clock)
         self.reads = RowReads(store, clock, config)
         self.writes = RowWrites(store, clock)
 

@@ -41,7 +41,7 @@ SPLIT_UNIT_BYTES = 100 * 1024 * 1024
 """ComputeSplitPointsBySize's default ``split_size_unit_in_byte`` (the proto's "in 100MB")."""
 
 
-class TableDdl:
+class DdlHandlers:
     """Table DDL on top of a :class:`Store` (validation per ``table-api-proto.md`` §3.1-3.5, §5.1)."""
 
     def __init__(self, store: Store, clock: Clock) -> None:

@@ -7,15 +7,14 @@ handlers parse the request, call the :class:`~.service.TunnelService` part that 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from google.protobuf.message import Message
 
+from airflow_tablestore.emulator.api_common import Handler, parse
 from airflow_tablestore.emulator.clock import Clock
 from airflow_tablestore.emulator.config import EmulatorConfig
 from airflow_tablestore.emulator.errors import parameter_invalid
-from airflow_tablestore.emulator.messages import parse_request
 from airflow_tablestore.emulator.store.database import Store
 from airflow_tablestore.emulator.tunnel.model import (
     STATUS_TO_WIRE,
@@ -28,14 +27,6 @@ from airflow_tablestore.emulator.tunnel.service import TunnelService
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
 tunnel_pb2: Any = _tunnel_pb2  # generated module without stubs
-
-M = TypeVar("M", bound=Message)
-Handler = Callable[[bytes], Message]
-
-
-def parse(cls: type[M], body: bytes) -> M:
-    """Parse a request: corrupt bodies, missing required fields and non-UTF-8 text are OTSParameterInvalid."""
-    return parse_request(cls, body, f"malformed {cls.__name__}")
 
 
 def _required(value: str, field: str) -> str:

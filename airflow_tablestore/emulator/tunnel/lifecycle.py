@@ -11,10 +11,10 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import airflow_tablestore.emulator.tunnel.tokens as tokens
 from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid
+from airflow_tablestore.emulator.store.model import TableInfo
 from airflow_tablestore.emulator.tunnel.balancing import parents_done
 from airflow_tablestore.emulator.tunnel.clients import ClientRegistry
 from airflow_tablestore.emulator.tunnel.expiry import TunnelExpiry
@@ -61,7 +61,7 @@ class TunnelLifecycle:
         if not table or not name:
             raise parameter_invalid("table_name and tunnel_name must be non-empty")
         info = self._table_info(table)
-        if tunnel_type != BASE_DATA and not _stream_enabled(info):
+        if tunnel_type != BASE_DATA and not info.stream_enabled:
             raise parameter_invalid(
                 f"table {table!r} has no stream enabled; a {tunnel_type} tunnel needs one "
                 "(UpdateTable with stream_spec enable_stream=true)")
@@ -92,12 +92,12 @@ class TunnelLifecycle:
                 known = [o for o in oldest if o is not None]
                 consume_ns = (min(known) - 1) * 1000 if known else now_ns
             else:  # LATEST: the creation point
-                start_seq = int(store.stream.head_seq())
+                start_seq = store.stream.head_seq
             stage = STAGE_BASE if tunnel_type in (BASE_DATA, BASE_AND_STREAM) else STAGE_STREAM
             tunnel = TunnelState(
                 tunnel_id=tunnel_id, table_name=table, tunnel_name=name, tunnel_type=tunnel_type,
                 stage=stage,
-                create_time_ns=now_ns, stream_id=_stream_id(info, table), snapshot_id=snapshot_id,
+                create_time_ns=now_ns, stream_id=info.stream_id or "", snapshot_id=snapshot_id,
                 start_seq=start_seq, start_min_ts_us=min_ts_us, start_ns=consume_ns,
                 end_ns=end_ns if tunnel_type != BASE_DATA else 0, stream_config=stream_config,
             )
@@ -117,7 +117,7 @@ class TunnelLifecycle:
                      table, len(ranges), len(tunnel.channels) - len(ranges))
             return tunnel_id
 
-    def _table_info(self, table: str) -> Any:
+    def _table_info(self, table: str) -> TableInfo:
         try:
             info = self.state.store.tables.get(table)
         except EmulatorError as exc:
@@ -169,18 +169,3 @@ class TunnelLifecycle:
         if live:
             return min(live)
         return max((c.ckpt_rpo_ns for c in stream), default=0)
-
-
-def _stream_enabled(info: Any) -> bool:
-    for attr in ("stream_enabled", "enable_stream"):
-        if hasattr(info, attr):
-            return bool(getattr(info, attr))
-    stream = getattr(info, "stream", None) or getattr(info, "stream_spec", None)
-    if stream is not None:
-        return bool(getattr(stream, "enable_stream", getattr(stream, "enabled", False)))
-    return False
-
-
-def _stream_id(info: Any, table: str) -> str:
-    sid = getattr(info, "stream_id", None)
-    return str(sid) if sid else f"{table}_stream"

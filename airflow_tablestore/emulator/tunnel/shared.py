@@ -63,7 +63,7 @@ class SharedState:
     def stream_gone(self, tunnel: TunnelState) -> bool:
         """The table (or its stream) this tunnel reads was deleted or re-created since the tunnel was made."""
         info = self.store.tables.get(tunnel.table_name)
-        return info is None or getattr(info, "stream_id", None) != tunnel.stream_id
+        return info is None or info.stream_id != tunnel.stream_id
 
     def drop_snapshot(self, tunnel: TunnelState) -> None:
         """Drop the tunnel's base-data snapshot, if any."""

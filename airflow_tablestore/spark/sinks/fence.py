@@ -14,16 +14,27 @@ A DELETE_ROW becomes a *tombstone*: the row is replaced by the fence column alon
 :data:`TOMBSTONE_SUFFIX`, so an older change that arrives later still finds the fence and is refused (a plain
 delete would let it resurrect the row). Readers of the replica skip tombstones (:func:`is_tombstone`) and
 the fence column (:func:`strip_fence`). Refused writes are counted, not errors.
+
+The mechanism is shared: :func:`fence_condition` (the condition), :func:`fenced_row_write` (a put or update
+carrying its fence) and :func:`write_fenced` (write, count refusals, raise on anything else) serve both this
+sink, whose fence is the stream position, and the ``tablestore`` data source's ``fence_by`` option, whose fence
+is a user column that orders the writes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_tablestore.client.errors import BatchWriteError
 from airflow_tablestore.client.model import (
     ActionType,
     CellOp,
     Column,
+    ColumnValue,
     Comparator,
     Condition,
+    PrimaryKey,
     Record,
     RowExistence,
     RowWrite,
@@ -55,22 +66,50 @@ def fence_value(sequence: SequenceInfo | None) -> str:
     return f"{sequence.epoch:08x}{sequence.timestamp:016x}{sequence.row_index:08x}"
 
 
+def fence_condition(fence_column: str, value: ColumnValue) -> Condition:
+    """Apply a write only if the row's fence is older than ``value`` (a row or fence that is missing passes)."""
+    return Condition(RowExistence.IGNORE, SingleColumnCondition(fence_column, Comparator.LESS_THAN, value))
+
+
+def fenced_row_write(table: str, kind: WriteType, primary_key: PrimaryKey, columns: tuple[Column, ...],
+                     fence_column: str, value: ColumnValue, *, carries_fence: bool = False) -> RowWrite:
+    """A put or update of ``columns`` that lands only if the row's fence is older than ``value``; the write sets
+    the fence to ``value`` (``carries_fence``: ``columns`` already hold it, as with a user's ``fence_by``
+    column)."""
+    cells = columns if carries_fence else (*columns, Column(fence_column, value))
+    return RowWrite(table, kind, primary_key, cells, fence_condition(fence_column, value))
+
+
 def fenced_write(table: str, record: Record, fence_column: str = FENCE_COLUMN) -> RowWrite | None:
     """The conditional write that applies ``record`` only if the row's fence is older; None for an update
     without columns (a no-op)."""
     fence = fence_value(record.sequence)
-    condition = Condition(RowExistence.IGNORE, SingleColumnCondition(fence_column, Comparator.LESS_THAN, fence))
-    fence_cell = Column(fence_column, fence)
     action = ActionType(record.action)
     if action is ActionType.DELETE_ROW:  # tombstone: the row becomes the (marked) fence alone
         return RowWrite(table, WriteType.PUT, record.primary_key,
-                        (Column(fence_column, fence + TOMBSTONE_SUFFIX),), condition)
+                        (Column(fence_column, fence + TOMBSTONE_SUFFIX),), fence_condition(fence_column, fence))
     if action is ActionType.PUT_ROW:
         columns = tuple(c for c in record.columns if c.op == CellOp.PUT)
-        return RowWrite(table, WriteType.PUT, record.primary_key, (*columns, fence_cell), condition)
+        return fenced_row_write(table, WriteType.PUT, record.primary_key, columns, fence_column, fence)
     if not record.columns:
         return None
-    return RowWrite(table, WriteType.UPDATE, record.primary_key, (*record.columns, fence_cell), condition)
+    return fenced_row_write(table, WriteType.UPDATE, record.primary_key, record.columns, fence_column, fence)
+
+
+def write_fenced(client: Any, writes: Sequence[RowWrite], **options: Any) -> int:
+    """Write fenced ``writes`` through ``client.write_rows`` (legal batches, retries: a fenced write is
+    repeatable, its own condition refuses a second application); returns how many the fence refused (the row
+    already held that write or a newer one). Raises :class:`BatchWriteError` if any row failed otherwise.
+    ``options`` go to ``write_rows`` (``max_batch_rows``...)."""
+    if not writes:
+        return 0
+    try:
+        client.write_rows(writes, fenced=True, **options)
+    except BatchWriteError as exc:
+        if exc.not_attempted or any(getattr(f.error, "code", None) != CONDITION_FAILED for f in exc.failures):
+            raise
+        return len(exc.failures)
+    return 0
 
 
 def strip_fence(columns: tuple[Column, ...], fence_column: str = FENCE_COLUMN) -> tuple[Column, ...]:

@@ -344,30 +344,70 @@ class ParquetSink:
         return sorted(out)
 
 
+REBUILD_PENDING = "_REBUILD_PENDING"
+"""Marker at the root of a rebuild's staging change log (:func:`prepare_rebuild`): not swapped in yet."""
+REBUILD_SWAPPING = "_REBUILD_SWAPPING"
+"""The marker once every partition of the interval is staged (an empty directory for one without changes): a
+partition then missing from the staging log was swapped in by an earlier attempt."""
+
+
+def prepare_rebuild(rebuilt: str) -> None:
+    """Start a rebuild's staging change log afresh: delete what an earlier attempt staged there, create it and
+    mark it :data:`REBUILD_PENDING`, so :func:`replace_partitions` can tell "not swapped yet" (marker present,
+    even when the rebuild writes nothing) from "already swapped" (marker gone)."""
+    from pyarrow import fs as pafs
+
+    filesystem, base = _filesystem(rebuilt)
+    if filesystem.get_file_info(base).type != pafs.FileType.NotFound:
+        filesystem.delete_dir(base)
+    filesystem.create_dir(base, recursive=True)
+    with filesystem.open_output_stream(f"{base}/{REBUILD_PENDING}") as marker:
+        marker.write(b"")
+
+
 def replace_partitions(path: str, rebuilt: str, start: datetime, end: datetime, partition_by: str) -> list[str]:
     """Swap the ``interval=`` partitions of [start, end) under ``path`` for those under ``rebuilt`` (a change
-    log the rebuild wrote; a partition it did not write means the interval had no changes there), then delete
-    ``rebuilt``. Each swap renames the old directory aside, the new one into place, and deletes the old one: on
-    local and HDFS file systems readers see the old or the new partition, never a mix. Returns the partitions."""
+    log :func:`prepare_rebuild` marked and the rebuild wrote; a partition it did not write means the interval
+    had no changes there), then delete ``rebuilt``. Each swap renames the old directory aside, the new one into
+    place, and deletes the old one: on local and HDFS file systems readers see the old or the new partition,
+    never a mix. Returns the partitions.
+
+    Idempotent, so a retried task never swaps in what is left after an earlier attempt: without a marker under
+    ``rebuilt`` the interval was already swapped and nothing changes; with :data:`REBUILD_SWAPPING` an attempt
+    stopped half-way and the partitions still staged are swapped in."""
     from pyarrow import fs as pafs
 
     filesystem, base = _filesystem(path)
     _, rebuilt_base = _filesystem(rebuilt)
     partitions = interval_partitions(start, end, partition_by)
-    for partition in partitions:
-        final = f"{base}/interval={partition}"
-        fresh = f"{rebuilt_base}/interval={partition}"
-        if filesystem.get_file_info(fresh).type != pafs.FileType.Directory:
-            filesystem.create_dir(fresh, recursive=True)
-        aside = f"{base}/_replaced/{partition}-{uuid.uuid4().hex[:8]}"
+    pending, swapping = f"{rebuilt_base}/{REBUILD_PENDING}", f"{rebuilt_base}/{REBUILD_SWAPPING}"
+
+    def exists(where: str, kind: Any) -> bool:
+        return bool(filesystem.get_file_info(where).type == kind)
+
+    if exists(pending, pafs.FileType.File):
+        for partition in partitions:  # a partition the rebuild did not write had no changes: swap in an empty one
+            filesystem.create_dir(f"{rebuilt_base}/interval={partition}", recursive=True)
+        filesystem.move(pending, swapping)
+    if exists(swapping, pafs.FileType.File):
         filesystem.create_dir(f"{base}/_replaced", recursive=True)
-        had_old = filesystem.get_file_info(final).type == pafs.FileType.Directory
-        if had_old:
-            filesystem.move(final, aside)
-        filesystem.move(fresh, final)
-        if had_old:
-            filesystem.delete_dir(aside)
-    filesystem.delete_dir(rebuilt_base)
+        for partition in partitions:
+            final = f"{base}/interval={partition}"
+            fresh = f"{rebuilt_base}/interval={partition}"
+            aside = f"{base}/_replaced/{partition}"
+            if exists(fresh, pafs.FileType.Directory):  # else swapped in by an earlier attempt
+                if exists(final, pafs.FileType.Directory):
+                    if exists(aside, pafs.FileType.Directory):
+                        filesystem.delete_dir(aside)  # left by an earlier swap of this partition
+                    filesystem.move(final, aside)
+                filesystem.move(fresh, final)
+            if exists(aside, pafs.FileType.Directory):
+                filesystem.delete_dir(aside)
+        filesystem.delete_file(swapping)  # the swap is complete
+    else:
+        log.info("%s holds no rebuild to swap in: the interval was swapped already", rebuilt)
+    if not exists(rebuilt_base, pafs.FileType.NotFound):
+        filesystem.delete_dir(rebuilt_base)
     for leftover in (f"{base}/_replaced", f"{base}/_rebuild"):  # remove the (now empty) work directories
         with contextlib.suppress(OSError):
             if not filesystem.get_file_info(pafs.FileSelector(leftover, allow_not_found=True)):

@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_tablestore.client.errors import BatchWriteError
 from airflow_tablestore.client.model import PrimaryKey, Record, RowWrite
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.spark.changes import record_to_write
-from airflow_tablestore.spark.sinks.fence import CONDITION_FAILED, FENCE_COLUMN, fenced_write
+from airflow_tablestore.spark.sinks.fence import FENCE_COLUMN, fenced_write, write_fenced
 
 FLUSH_ROWS = 1000
 """Buffered writes per ``write_rows`` call (it chunks them into legal ≤200-row batches)."""
@@ -52,15 +51,10 @@ class _TablestoreWriter:
 
     def _flush(self) -> None:
         if self._buffer:
-            try:
-                self._client.write_rows(self._buffer, fenced=bool(self._fence_column))
-            except BatchWriteError as exc:
-                if not self._fence_column or exc.not_attempted:
-                    raise
-                other = [f for f in exc.failures if getattr(f.error, "code", None) != CONDITION_FAILED]
-                if other:
-                    raise
-                self.refused += len(exc.failures)  # the row already holds this change or a newer one
+            if self._fence_column:  # refused: the row already holds this change or a newer one
+                self.refused += write_fenced(self._client, self._buffer)
+            else:
+                self._client.write_rows(self._buffer)
         self._buffer = []
         self._keys = set()
 

@@ -1,0 +1,259 @@
+"""Tablestore values and rows -> Arrow: the one conversion the data source and the consumer's change log share.
+
+Every Tablestore value maps to one Python type and one Arrow type, exactly: INTEGER ``int`` ``int64``, DOUBLE
+``float`` ``float64``, BOOLEAN ``bool`` ``bool``, STRING ``str`` ``string``, BINARY ``bytes`` ``binary``
+(:data:`ARROW_TYPES`, :func:`value_type`). Two shapes are built from it, column by column (one Python pass
+over the rows, then one C conversion per column; never a Python object per output row):
+
+* :class:`TypedValues` — values of *any* type as a type name plus one leaf per type: the consumer's change log
+  (``spark/changes.py``) stores every cell this way;
+* :class:`RowsToArrow` — rows (``client.model.Row``) as a ``RecordBatch`` of a fixed schema: primary-key
+  columns, the newest version of attribute columns, or all versions as ``list<struct<timestamp, value>>``
+  newest first; the ``tablestore`` data source yields these. A cell whose type does not fit its column is
+  null plus a description in the corrupt-record column (``PERMISSIVE``) or a :class:`CellTypeError` naming the
+  row key, the column and both types (``FAILFAST``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from airflow_tablestore.client.errors import TablestoreClientError
+from airflow_tablestore.client.model import ColumnType, PrimaryKey, Row
+
+ARROW_TYPES: dict[ColumnType, pa.DataType] = {
+    ColumnType.INTEGER: pa.int64(),
+    ColumnType.DOUBLE: pa.float64(),
+    ColumnType.BOOLEAN: pa.bool_(),
+    ColumnType.STRING: pa.string(),
+    ColumnType.BINARY: pa.binary(),
+}
+"""Each Tablestore type's Arrow type (and, in this order, the leaves of :class:`TypedValues`)."""
+
+_EXACT: dict[type, ColumnType] = {
+    bool: ColumnType.BOOLEAN, int: ColumnType.INTEGER, float: ColumnType.DOUBLE, str: ColumnType.STRING,
+    bytes: ColumnType.BINARY,
+}
+_PYTHON_TYPE: dict[ColumnType, type] = {kind: cls for cls, kind in _EXACT.items()}
+_LEAF_OF: dict[type, tuple[str | None, int]] = {
+    type(None): (None, -1), **{cls: (kind.value, list(ARROW_TYPES).index(kind)) for cls, kind in _EXACT.items()}}
+"""Exact Python type -> (type name, leaf index) in :class:`TypedValues`."""
+
+
+def value_type(value: Any) -> ColumnType | None:
+    """The Tablestore type of a Python value (None for None); ``TypeError`` for anything else (INF_MIN, ...)."""
+    if value is None:
+        return None
+    kind = _EXACT.get(type(value))
+    if kind is not None:
+        return kind
+    for cls in (bool, int, float, str):  # subclasses; bool before int, as True is an int
+        if isinstance(value, cls):
+            return _EXACT[cls]
+    if isinstance(value, bytes | bytearray | memoryview):
+        return ColumnType.BINARY
+    raise TypeError(f"unsupported value {value!r} in a Tablestore row")
+
+
+def normalized(value: Any, kind: ColumnType) -> Any:
+    """``value`` as the exact Python type of ``kind`` (a bytearray or memoryview as bytes, a subclass as base)."""
+    cls = _PYTHON_TYPE[kind]
+    return value if type(value) is cls else cls(value)
+
+
+class TypedValues:
+    """Values of any Tablestore type as leaves: the type name, then one leaf per type in :data:`ARROW_TYPES`
+    order, holding the value in its type's leaf and null in the others."""
+
+    __slots__ = ("types", "leaves")
+
+    def __init__(self) -> None:
+        self.types: list[str | None] = []
+        self.leaves: tuple[list[Any], ...] = tuple([] for _ in ARROW_TYPES)
+
+    def add(self, value: Any) -> None:
+        fast = _LEAF_OF.get(type(value))
+        if fast is None:
+            kind = value_type(value)  # a subclass or a bytes-like (raises for unsupported values)
+            assert kind is not None
+            value = normalized(value, kind)
+            fast = _LEAF_OF[type(value)]
+        name, slot = fast
+        ints, doubles, bools, strings, binaries = self.leaves  # unrolled: the consumer's hot path
+        self.types.append(name)
+        ints.append(value if slot == 0 else None)
+        doubles.append(value if slot == 1 else None)
+        bools.append(value if slot == 2 else None)
+        strings.append(value if slot == 3 else None)
+        binaries.append(value if slot == 4 else None)
+
+    def arrays(self) -> list[pa.Array]:
+        """``[type, int, double, bool, string, binary]`` arrays, one entry per value added."""
+        return [pa.array(self.types, pa.string()),
+                *(pa.array(leaf, arrow_type) for leaf, arrow_type in zip(self.leaves, ARROW_TYPES.values(),
+                                                                          strict=True))]
+
+
+# ---- rows of a table as record batches ---------------------------------------------------------------------
+
+
+class CellTypeError(TablestoreClientError):
+    """``FAILFAST``: a cell's Tablestore type does not fit its column in the schema."""
+
+
+KEY, CELL, VERSIONS, CORRUPT = "key", "cell", "versions", "corrupt"
+
+
+@dataclass(frozen=True)
+class OutputField:
+    """Where one output column comes from: a primary-key column (``key``, ``index`` its position), an attribute
+    column's newest version (``cell``), all its versions (``versions``), or the corrupt-record text
+    (``corrupt``); ``type`` is the Tablestore type the column holds (None for ``corrupt``)."""
+
+    name: str
+    source: str
+    type: ColumnType | None = None
+    index: int = 0
+
+
+def _describe_value(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "0x" + bytes(value).hex()
+    return value
+
+
+def _key_text(key: PrimaryKey) -> str:
+    return "(" + ", ".join(f"{name}={_describe_value(value)!r}" for name, value in key) + ")"
+
+
+class RowsToArrow:
+    """Rows of one table as record batches of ``schema`` (an Arrow schema whose fields follow ``fields``)."""
+
+    def __init__(self, fields: Sequence[OutputField], schema: pa.Schema, *, failfast: bool,
+                 spark_types: Sequence[str] | None = None) -> None:
+        if [f.name for f in fields] != schema.names:
+            raise ValueError(f"fields {[f.name for f in fields]} do not match the schema {schema.names}")
+        self.fields = tuple(fields)
+        self.schema = schema
+        self.failfast = failfast
+        self._spark_types = list(spark_types) if spark_types else [str(t) for t in schema.types]
+        self._cells = {f.name: i for i, f in enumerate(fields) if f.source == CELL}
+        self._versions = {f.name: i for i, f in enumerate(fields) if f.source == VERSIONS}
+        self.attribute_columns = tuple(f.name for f in fields if f.source in (CELL, VERSIONS))
+
+    def batch(self, rows: Sequence[Row]) -> pa.RecordBatch:
+        """One record batch holding ``rows`` in order."""
+        n = len(rows)
+        cells: dict[int, list[Any]] = {i: [None] * n for i in self._cells.values()}
+        versions: dict[int, list[list[tuple[int | None, Any]] | None]] = {
+            i: [None] * n for i in self._versions.values()}
+        cell_index, version_index = self._cells, self._versions
+        for r, row in enumerate(rows):
+            for column in row.columns:  # newest first per name
+                name = column.name
+                i = cell_index.get(name)
+                if i is not None:
+                    slot = cells[i]
+                    if slot[r] is None:
+                        slot[r] = column.value
+                    continue
+                i = version_index.get(name)
+                if i is not None:
+                    held = versions[i][r]
+                    if held is None:
+                        versions[i][r] = [(column.timestamp, column.value)]
+                    else:
+                        held.append((column.timestamp, column.value))
+        corrupt: dict[int, dict[str, Any]] = {}
+        arrays: list[pa.Array] = []
+        for i, spec in enumerate(self.fields):
+            if spec.source == KEY:
+                values = [row.primary_key[spec.index][1] for row in rows]
+                arrays.append(self._array(values, i, rows, corrupt, None))
+            elif spec.source == CELL:
+                arrays.append(self._array(cells[i], i, rows, corrupt, None))
+            elif spec.source == VERSIONS:
+                arrays.append(self._versions_array(versions[i], i, rows, corrupt))
+            else:
+                arrays.append(pa.nulls(n, pa.string()))  # filled below
+        for i, spec in enumerate(self.fields):
+            if spec.source == CORRUPT:
+                texts: list[str | None] = [None] * n
+                for r, problems in corrupt.items():
+                    texts[r] = json.dumps({"primary_key": {k: _describe_value(v) for k, v in rows[r].primary_key},
+                                           "columns": problems}, sort_keys=True)
+                arrays[i] = pa.array(texts, pa.string())
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _mismatch(self, i: int, row: Row, value: Any, corrupt: dict[int, dict[str, Any]], r: int) -> None:
+        spec = self.fields[i]
+        try:
+            found = value_type(value)
+            found_text = found.value if found is not None else "NULL"
+        except TypeError:
+            found_text = type(value).__name__
+        if self.failfast or not self.schema.field(i).nullable and spec.source == KEY:
+            raise CellTypeError(
+                f"row {_key_text(row.primary_key)}, column {spec.name!r}: the cell is {found_text}, but the "
+                f"schema says {self._spark_types[i]} (Tablestore {spec.type.value if spec.type else '?'}); "
+                "use mode PERMISSIVE to read it as null, or fix the schema")
+        corrupt.setdefault(r, {})[spec.name] = {"cell_type": found_text, "schema_type": self._spark_types[i],
+                                                "value": _describe_value(value)}
+
+    def _checked(self, values: list[Any], i: int, rows: Sequence[Row], corrupt: dict[int, dict[str, Any]],
+                 row_of: list[int] | None) -> list[Any]:
+        """``values`` with every cell that is not of the column's type replaced by None (or an error)."""
+        kind = self.fields[i].type
+        assert kind is not None
+        expected = _PYTHON_TYPE[kind]
+        if set(map(type, values)) <= {expected, type(None)}:
+            return values  # the common case, checked at C speed
+        out: list[Any] = []
+        for j, value in enumerate(values):
+            if value is None:
+                out.append(None)
+                continue
+            try:
+                found = value_type(value)
+            except TypeError:
+                found = None
+            if found is kind:
+                out.append(normalized(value, kind))
+            else:
+                r = row_of[j] if row_of is not None else j
+                self._mismatch(i, rows[r], value, corrupt, r)
+                out.append(None)
+        return out
+
+    def _array(self, values: list[Any], i: int, rows: Sequence[Row], corrupt: dict[int, dict[str, Any]],
+               row_of: list[int] | None) -> pa.Array:
+        return pa.array(self._checked(values, i, rows, corrupt, row_of), self.schema.field(i).type)
+
+    def _versions_array(self, per_row: list[list[tuple[int | None, Any]] | None], i: int, rows: Sequence[Row],
+                        corrupt: dict[int, dict[str, Any]]) -> pa.Array:
+        list_type = self.schema.field(i).type
+        struct_type = list_type.value_type
+        offsets = [0]
+        stamps: list[int | None] = []
+        values: list[Any] = []
+        row_of: list[int] = []
+        nulls: list[bool] = []
+        for r, held in enumerate(per_row):
+            if held:
+                for stamp, value in held:
+                    stamps.append(stamp)
+                    values.append(value)
+                    row_of.append(r)
+            nulls.append(held is None)
+            offsets.append(len(values))
+        checked = self._checked(values, i, rows, corrupt, row_of)
+        struct = pa.StructArray.from_arrays(
+            [pa.array(stamps, struct_type.field(0).type), pa.array(checked, struct_type.field(1).type)],
+            fields=list(struct_type))
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct, type=list_type,
+                                        mask=pa.array(nulls, pa.bool_()))

@@ -1,0 +1,1 @@
+"""Tablestore as a PySpark data source, format ``tablestore``: ``spark.read`` and ``df.write`` of a table."""

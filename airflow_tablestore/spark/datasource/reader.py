@@ -1,0 +1,158 @@
+"""``TablestoreReader``: plans a table's read as size splits and reads each one as Arrow batches, page by page.
+
+On the driver (Spark's planning worker) the reader describes the table once, checks the schema
+(:func:`~airflow_tablestore.spark.datasource.schema.read_fields`) and, in :meth:`TablestoreReader.partitions`,
+asks ``ComputeSplitPointsBySize`` for ranges of about ``split_size_mb`` each: one Spark task per range (at most
+``max_split_count``: adjacent ranges are merged), intersected with the key ranges of pushed filters. On an
+executor, :meth:`TablestoreReader.read` pages through its ranges with GetRange (``page_rows`` a page; the
+schema's columns, ``max_versions``, the time range and the pushed column filter sent with each page) and yields
+each page as one Arrow record batch built by the shared core (:class:`~airflow_tablestore.spark.arrow.RowsToArrow`).
+Tombstones of a replica (rows that are only a deleted-marked fence) are skipped unless
+``show_replication_columns``.
+
+:class:`TablestorePushdownReader` adds ``pushFilters``. PySpark refuses to plan a read with a reader that
+implements it while ``spark.sql.python.filterPushdown.enabled`` is false (its default), so the data source
+hands it out only to Spark's filter-pushdown step (see ``source.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.types import StructType
+
+from airflow_tablestore.client.model import ColumnCondition, PrimaryKeyColumn, Row
+from airflow_tablestore.spark.arrow import CELL, VERSIONS, RowsToArrow
+from airflow_tablestore.spark.datasource.options import SourceOptions
+from airflow_tablestore.spark.datasource.pushdown import KeyRange, intersect, plan_pushdown
+from airflow_tablestore.spark.datasource.schema import arrow_schema, read_fields
+from airflow_tablestore.spark.sinks.fence import is_tombstone
+
+MB = 1024 * 1024
+
+
+class KeyRangePartition(InputPartition):
+    """One Spark task's share of the table: ``[start, end)`` primary-key ranges, read in order."""
+
+    def __init__(self, index: int, ranges: Sequence[KeyRange]) -> None:
+        super().__init__(index)
+        self.index = index
+        self.ranges = tuple(ranges)
+
+
+def split_partitions(splits: Sequence[KeyRange], key_ranges: Sequence[KeyRange] | None,
+                     max_count: int) -> list[KeyRangePartition]:
+    """The partitions of a read: each split (in key order) intersected with the pushed key ranges (None: all
+    of it), empty ones dropped, then adjacent ones merged until there are at most ``max_count``."""
+    groups: list[list[KeyRange]] = []
+    for split in splits:
+        if key_ranges is None:
+            groups.append([split])
+            continue
+        parts = [part for wanted in key_ranges if (part := intersect(split, wanted)) is not None]
+        if parts:
+            groups.append(parts)
+    if len(groups) > max_count:  # merge runs of adjacent groups, as evenly as the count allows
+        merged: list[list[KeyRange]] = []
+        for i in range(max_count):
+            lo, hi = i * len(groups) // max_count, (i + 1) * len(groups) // max_count
+            merged.append([r for group in groups[lo:hi] for r in group])
+        groups = merged
+    return [KeyRangePartition(i, group) for i, group in enumerate(groups)]
+
+
+class TablestoreReader(DataSourceReader):
+    """Read one table (``options.table``) into ``schema``; picklable, it holds no client or connection."""
+
+    def __init__(self, options: SourceOptions, schema: StructType,
+                 primary_key: Sequence[PrimaryKeyColumn] | None = None) -> None:
+        self.options = options
+        self.schema = schema
+        if primary_key is None:
+            client = options.settings.table_client()
+            try:
+                primary_key = client.describe_table(options.table).schema.primary_key
+            finally:
+                client.close()
+        self.primary_key = tuple(primary_key)
+        self.fields = read_fields(schema, self.primary_key, options)
+        self.arrow_schema = arrow_schema(schema)
+        self.key_ranges: list[KeyRange] | None = None
+        self.column_filter: ColumnCondition | None = None
+        self.pushed: list[str] = []
+        shown = {f.name for f in self.fields if f.source in (CELL, VERSIONS)}
+        self.hide_tombstones = bool(options.fence_column) and not options.show_replication_columns
+        wanted = [f.name for f in self.fields if f.source in (CELL, VERSIONS)]
+        if self.hide_tombstones and options.fence_column not in shown:
+            wanted.append(options.fence_column)  # to recognise tombstones; not in the output
+        # a key column among the columns makes GetRange return rows that hold none of the others
+        self.columns_to_get = (self.primary_key[0].name, *wanted)
+        self.max_versions = options.max_versions if any(f.source == VERSIONS for f in self.fields) else 1
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(table={self.options.table!r}, endpoint={self.options.endpoint!r}, "
+                f"pushed={self.pushed!r})")
+
+    def partitions(self) -> list[InputPartition]:
+        """One partition per ComputeSplitPointsBySize range (at most ``max_split_count``), narrowed by pushed
+        key ranges; none when the pushed key ranges are empty."""
+        if self.key_ranges is not None and not self.key_ranges:
+            return [KeyRangePartition(0, [])]
+        client = self.options.settings.table_client()
+        try:
+            splits = client.compute_split_points_by_size(self.options.table, self.options.split_size_mb * MB)
+        finally:
+            client.close()
+        partitions = split_partitions(splits.ranges(), self.key_ranges, self.options.max_split_count)
+        return list(partitions) or [KeyRangePartition(0, [])]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The rows of ``partition``'s ranges, one record batch per GetRange page (tombstones skipped)."""
+        ranges: Sequence[KeyRange] = getattr(partition, "ranges", ())
+        if not ranges:
+            return
+        converter = RowsToArrow(self.fields, self.arrow_schema, failfast=self.options.mode == "FAILFAST",
+                                spark_types=[f.dataType.simpleString() for f in self.schema.fields])
+        client = self.options.settings.table_client()
+        try:
+            for start, end in ranges:
+                cursor: Any = start
+                while cursor is not None:
+                    rows, cursor = client.get_range(
+                        self.options.table, cursor, end, limit=self.options.page_rows,
+                        columns=self.columns_to_get, max_versions=self.max_versions,
+                        time_range=self.options.time_range, column_filter=self.column_filter)
+                    if self.hide_tombstones:
+                        rows = self.without_tombstones(rows)
+                    if rows:
+                        yield converter.batch(rows)
+        finally:
+            client.close()
+
+    def without_tombstones(self, rows: list[Row]) -> list[Row]:
+        """``rows`` less the tombstones of deleted rows (rows that are only a deleted-marked fence)."""
+        fence = self.options.fence_column
+        kept = []
+        for row in rows:
+            columns = row.columns
+            # columns come sorted by name: only a row of fence cells alone can be a tombstone
+            if columns and columns[0].name == fence and columns[-1].name == fence and is_tombstone(columns, fence):
+                continue
+            kept.append(row)
+        return kept
+
+
+class TablestorePushdownReader(TablestoreReader):
+    """A :class:`TablestoreReader` that takes Spark's filters: key ranges and a column filter the server
+    applies (:mod:`~airflow_tablestore.spark.datasource.pushdown`); it returns the filters Spark must still
+    apply."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 (PySpark's name)
+        plan = plan_pushdown(filters, self.primary_key, self.fields)
+        self.key_ranges = plan.ranges
+        self.column_filter = plan.column_filter
+        self.pushed = plan.pushed
+        yield from plan.remaining

@@ -1,0 +1,69 @@
+"""``TablestoreDataSource``: the ``tablestore`` format's entry point, which Spark asks for schemas, readers and writers.
+
+Spark finds it without registration through the top-level module ``pyspark_tablestore`` (its ``DefaultSource``),
+which the package installs: PySpark looks up every importable ``pyspark_*`` module with a ``DefaultSource``.
+Where that lookup cannot see the package (an editable install), one line registers it:
+``spark.dataSource.register(TablestoreDataSource)``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.types import StructType
+
+from airflow_tablestore.spark.datasource.options import SourceOptions
+
+PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
+"""PySpark's worker that calls ``pushFilters`` (only when ``spark.sql.python.filterPushdown.enabled``)."""
+
+
+def asked_to_push_filters() -> bool:
+    """Whether Spark's filter-pushdown worker is the caller (it is on the stack).
+
+    PySpark refuses to plan a read whose reader implements ``pushFilters`` while
+    ``spark.sql.python.filterPushdown.enabled`` is false, its default; the conf is not visible in the worker.
+    Only the pushdown worker calls ``pushFilters``, so only it gets the reader that has it, and a plain
+    ``spark.read`` works with the default conf. Should a PySpark release rename the worker, the data source
+    merely stops pushing filters: results stay the same.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(PUSHDOWN_WORKER):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+class TablestoreDataSource(DataSource):
+    """Read a Tablestore table into a DataFrame, or write a DataFrame into one (format ``tablestore``)."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        super().__init__(options)
+        self.parsed = SourceOptions.parse(options)
+
+    @classmethod
+    def name(cls) -> str:
+        return "tablestore"
+
+    def schema(self) -> StructType:
+        """The table's primary key and defined columns (DescribeTable), unless the user gives a schema."""
+        from airflow_tablestore.spark.datasource.schema import table_schema
+
+        return table_schema(self.parsed)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A reader; one that takes filters (``pushFilters``) only when Spark's filter-pushdown step asks
+        and the ``pushdown`` option is on (see :func:`asked_to_push_filters`)."""
+        from airflow_tablestore.spark.datasource.reader import TablestorePushdownReader, TablestoreReader
+
+        if self.parsed.pushdown and asked_to_push_filters():
+            return TablestorePushdownReader(self.parsed, schema)
+        return TablestoreReader(self.parsed, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from airflow_tablestore.spark.datasource.writer import TablestoreWriter
+
+        return TablestoreWriter(self.parsed, schema, overwrite)

@@ -1,0 +1,312 @@
+"""``spark.read.format("tablestore")`` on a real local Spark against the emulator: no registration, the default
+schema and exact types, reader modes, columns/versions/time range, replicas, pushdown equal to pushdown off for
+every operator (and the rows the server returns dropping), partitions from split points."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_tablestore.client.model import (
+    MAX_TIME_DEVIATION,
+    ActionType,
+    Column,
+    ColumnType,
+    DefinedColumn,
+    PrimaryKeyColumn,
+    PrimaryKeyType,
+    Record,
+    SequenceInfo,
+    TableOptions,
+    TableSchema,
+)
+from airflow_tablestore.client.settings import ConnectionSettings
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.table.rows import TableRows
+from airflow_tablestore.emulator.testing import EmulatorProcess
+from airflow_tablestore.spark.datasource.options import SourceOptions
+from airflow_tablestore.spark.datasource.reader import TablestorePushdownReader, TablestoreReader
+from airflow_tablestore.spark.sinks.fence import fenced_write, write_fenced
+
+ROOT = str(Path(__file__).resolve().parents[3])
+FORMAT = "tablestore"
+TYPED = "ds_read_typed"
+BIG = "ds_read_big"
+REPLICA = "ds_read_replica"
+VERSIONED = "ds_read_versions"
+FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+@pytest.fixture(scope="module")
+def spark(tablestore_emulator: EmulatorProcess) -> Iterator[Any]:
+    """A local Spark that finds the format with no registration line (``pyspark_tablestore`` on PYTHONPATH)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("test-tablestore-read")
+               .config("spark.ui.enabled", "false").config("spark.driver.extraJavaOptions", FAST_JVM)
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def client(settings: ConnectionSettings) -> Iterator[TableClient]:
+    with settings.table_client() as table_client:
+        yield table_client
+
+
+@pytest.fixture(scope="module")
+def connection(tablestore_emulator: EmulatorProcess) -> dict[str, str]:
+    return {"endpoint": tablestore_emulator.endpoint, "instance": tablestore_emulator.instance,
+            "access_key_id": tablestore_emulator.access_key_id,
+            "access_key_secret": tablestore_emulator.access_key_secret}
+
+
+TYPED_ROWS: list[tuple[tuple[int, str], dict[str, Any]]] = [
+    ((1, "a"), {"i": -(2**63), "d": -0.0, "f": False, "s": "", "x": b""}),
+    ((2, "é"), {"i": 2**63 - 1, "d": 1.7976931348623157e308, "f": True, "s": "中文🙂", "x": b"\x00\xff"}),
+    ((3, "b"), {"i": 0, "d": -1.5, "s": "m" * 3000, "x": bytes(range(256))}),
+    ((4, ""), {"i": "wrong", "d": 7, "f": 1, "s": b"bytes", "x": "text"}),  # every cell of another type
+    ((5, "z"), {}),  # only the key
+    ((6, "q"), {"other": "not in the schema"}),
+    ((7, "a"), {"i": 5, "d": 2.5, "f": True, "s": "b", "x": b"\x01"}),
+    ((7, "b"), {"i": 6, "d": -1e300, "f": False, "s": "c", "x": b"\x02"}),
+    ((8, "c"), {"i": 5, "s": "b"}),
+    ((9, "d"), {"d": 5e-324, "f": True, "x": b"\x01\x00"}),
+]
+
+
+@pytest.fixture(scope="module")
+def typed(client: TableClient) -> str:
+    client.create_table(TableSchema(TYPED, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),
+                                            PrimaryKeyColumn("k", PrimaryKeyType.STRING)),
+                                    defined_columns=(DefinedColumn("i", ColumnType.INTEGER),
+                                                     DefinedColumn("d", ColumnType.DOUBLE),
+                                                     DefinedColumn("f", ColumnType.BOOLEAN),
+                                                     DefinedColumn("s", ColumnType.STRING),
+                                                     DefinedColumn("x", ColumnType.BINARY))))
+    for (id_, k), cells in TYPED_ROWS:
+        client.put_row(TYPED, [("id", id_), ("k", k)], list(cells.items()))
+    return TYPED
+
+
+def _read(spark: Any, connection: dict[str, str], table: str, **options: Any) -> Any:
+    reader = spark.read.format(FORMAT).options(**connection).option("table", table)
+    schema = options.pop("schema", None)
+    if schema is not None:
+        reader = reader.schema(schema)
+    return reader.options(**{k: str(v) for k, v in options.items()}).load()
+
+
+def _fit(value: Any, kind: type) -> Any:
+    return value if type(value) is kind or (kind is bytes and type(value) is bytes) else None
+
+
+def _expected_typed() -> list[tuple[Any, ...]]:
+    out = []
+    for (id_, k), cells in TYPED_ROWS:
+        out.append((id_, k, _fit(cells.get("i"), int), _fit(cells.get("d"), float), _fit(cells.get("f"), bool),
+                    _fit(cells.get("s"), str), _fit(cells.get("x"), bytes)))
+    return out
+
+
+def _rows(df: Any) -> list[tuple[Any, ...]]:
+    return sorted((tuple(bytes(v) if isinstance(v, bytearray) else v for v in row) for row in df.collect()),
+                  key=repr)
+
+
+def _same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
+    def norm(v: Any) -> Any:
+        return ("nan",) if isinstance(v, float) and math.isnan(v) else (v, math.copysign(1, v)) \
+            if isinstance(v, float) else v
+    return [tuple(map(norm, r)) for r in a] == [tuple(map(norm, r)) for r in b]
+
+
+def test_default_schema_and_exact_types_without_a_registration_line(spark: Any, connection: dict[str, str],
+                                                                     typed: str) -> None:
+    df = _read(spark, connection, typed)
+    assert df.schema.simpleString() == ("struct<id:bigint,k:string,i:bigint,d:double,f:boolean,s:string,"
+                                        "x:binary>")
+    assert [f.nullable for f in df.schema.fields] == [False, False, True, True, True, True, True]
+    assert _same(_rows(df), sorted(_expected_typed(), key=repr))
+
+
+def test_permissive_corrupt_record_column_and_failfast(spark: Any, connection: dict[str, str], typed: str) -> None:
+    schema = "id long, k string, i long, s string, _corrupt_record string"
+    rows = {r["id"]: r for r in _read(spark, connection, typed, schema=schema).collect()}
+    assert rows[4]["i"] is None and rows[4]["s"] is None and rows[1]["_corrupt_record"] is None
+    assert '"cell_type": "STRING"' in rows[4]["_corrupt_record"] and '"i"' in rows[4]["_corrupt_record"]
+    with pytest.raises(Exception) as err:
+        _read(spark, connection, typed, schema=schema, mode="FAILFAST").collect()
+    text = str(err.value)
+    assert "CellTypeError" in text and "id=4" in text and "column 'i'" in text and "STRING" in text
+    assert connection["access_key_secret"] not in text
+
+
+def test_a_schema_type_with_no_exact_tablestore_type_is_refused(spark: Any, connection: dict[str, str],
+                                                                typed: str) -> None:
+    with pytest.raises(Exception, match="no Tablestore type matches exactly"):
+        _read(spark, connection, typed, schema="id long, k string, i int").collect()
+
+
+def test_columns_option(spark: Any, connection: dict[str, str], typed: str) -> None:
+    df = _read(spark, connection, typed, columns="s,i")
+    assert df.columns == ["id", "k", "s", "i"]
+    assert len(df.collect()) == len(TYPED_ROWS)  # rows without those columns are read too
+
+
+def test_versions_and_time_range(spark: Any, connection: dict[str, str], client: TableClient) -> None:
+    client.create_table(TableSchema(VERSIONED, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),),
+                                    defined_columns=(DefinedColumn("v", ColumnType.STRING),),
+                                    options=TableOptions(max_versions=5, max_time_deviation=MAX_TIME_DEVIATION)))
+    client.put_row(VERSIONED, [("id", 1)], [("v", "one", 1000)])
+    client.update_row(VERSIONED, [("id", 1)], [Column("v", "two", 2000)])
+    client.update_row(VERSIONED, [("id", 1)], [Column("v", "three", 3000)])
+    df = _read(spark, connection, VERSIONED, max_versions=5)
+    assert df.schema["v"].dataType.simpleString() == "array<struct<timestamp:bigint,value:string>>"
+    assert [(v["timestamp"], v["value"]) for v in df.collect()[0]["v"]] == [
+        (3000, "three"), (2000, "two"), (1000, "one")]
+    ranged = _read(spark, connection, VERSIONED, max_versions=5, time_range_start=1500, time_range_end=3000)
+    assert [v["value"] for v in ranged.collect()[0]["v"]] == ["two"]
+    newest = _read(spark, connection, VERSIONED, time_range_end=2500)
+    assert newest.collect()[0]["v"] == "two"
+
+
+def test_a_replica_hides_its_fence_and_tombstones(spark: Any, connection: dict[str, str],
+                                                  client: TableClient) -> None:
+    client.create_table(TableSchema(REPLICA, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),),
+                                    defined_columns=(DefinedColumn("v", ColumnType.STRING),),
+                                    options=TableOptions(max_time_deviation=MAX_TIME_DEVIATION)))
+    seq = SequenceInfo(1, 1_700_000_000_000_000, 0)
+    records = [Record(ActionType.PUT_ROW, (("id", i),), (Column("v", f"v{i}", 1000),), None) for i in range(4)]
+    records.append(Record(ActionType.DELETE_ROW, (("id", 1),), (), seq))
+    for record in records:
+        write = fenced_write(REPLICA, record)
+        assert write is not None
+        write_fenced(client, [write])
+    df = _read(spark, connection, REPLICA)
+    assert df.columns == ["id", "v"]
+    assert sorted(tuple(r) for r in df.collect()) == [(0, "v0"), (2, "v2"), (3, "v3")]
+    shown = _read(spark, connection, REPLICA, show_replication_columns="true")
+    assert shown.columns == ["id", "v", "_tunnel_seq"]
+    rows = {r["id"]: r for r in shown.collect()}
+    assert sorted(rows) == [0, 1, 2, 3] and rows[1]["v"] is None and rows[1]["_tunnel_seq"].endswith("-deleted")
+
+
+PREDICATES = [
+    "id = 7", "id <> 7", "id > 3", "id >= 7", "id < 3", "id <= 2", "id IN (1, 7, 9, 42)", "id IS NULL",
+    "id IS NOT NULL", "id = 7 AND k > 'a'", "id = 7 AND k = 'b'", "id IN (2, 7) AND k >= 'b'", "k = 'a'",
+    "k LIKE 'a%'", "id = 7 AND k LIKE 'b%'", "id BETWEEN 2 AND 7",
+    "i = 5", "i <> 5", "i > 0", "i >= 5", "i < 6", "i <= 5", "i IN (5, 6)", "i NOT IN (5, 0)", "i IS NULL",
+    "i IS NOT NULL", "i <=> 5", "i <=> NULL",
+    "d = 2.5", "d > 0", "d >= 2.5", "d < 3.0", "d <= 2.5", "d <> 2.5", "isnan(d)", "d = double('NaN')",
+    "d > double('NaN')", "d IS NULL", "d IN (2.5, -0.0)", "d = 0.0",
+    "f = true", "f", "NOT f", "f <> true", "f IS NULL", "f IN (false)",
+    "s = 'b'", "s <> 'b'", "s > 'b'", "s >= 'b'", "s < 'c'", "s <= ''", "s IN ('b', 'c', '')", "s NOT IN ('b')",
+    "s IS NULL", "s IS NOT NULL", "s LIKE 'm%'", "s LIKE '%b'", "s = ''", "s = '中文🙂'",
+    "x = X'01'", "x > X'01'", "x < X'01'", "x IS NULL", "x IN (X'', X'02')",
+    "s = 'b' AND i = 5", "s = 'b' OR i = 6", "NOT (s = 'b' AND i = 5)", "id = 7 AND s <> 'b' AND d < 0",
+    "i = 1 AND i = 2",
+]
+
+
+def test_pushdown_gives_the_rows_of_pushdown_off_for_every_operator(spark: Any, connection: dict[str, str],
+                                                                     typed: str) -> None:
+    mismatches = []
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        for predicate in PREDICATES:
+            on = _rows(_read(spark, connection, typed).where(predicate))
+            off = _rows(_read(spark, connection, typed, pushdown="false").where(predicate))
+            if not _same(on, off):
+                mismatches.append((predicate, on, off))
+        for exact in ("id = 7", "k LIKE 'a%' AND id IN (1, 7)", "s = 'b'", "x > X'01'", "f"):
+            plan = _read(spark, connection, typed).where(exact)._jdf.queryExecution().optimizedPlan().toString()
+            assert "Filter" not in plan, plan  # the server applied it: Spark has nothing left to do
+    finally:
+        spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+    assert mismatches == []
+    # and with the conf at its default (false) a plain read still works: no pushFilters is offered
+    assert len(_read(spark, connection, typed).where("id = 7").collect()) == 2
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    counts = {"requests": 0, "rows": 0}
+    original = TableRows.get_range
+
+    def get_range(self: Any, *args: Any, **kwargs: Any) -> Any:
+        rows, next_key = original(self, *args, **kwargs)
+        counts["requests"] += 1
+        counts["rows"] += len(rows)
+        return rows, next_key
+
+    monkeypatch.setattr(TableRows, "get_range", get_range)
+    return counts
+
+
+def _read_directly(reader: TablestoreReader) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for partition in reader.partitions():
+        for batch in reader.read(partition):
+            out += batch.to_pylist()
+    return out
+
+
+def test_pushdown_drops_the_rows_the_server_returns(spark: Any, connection: dict[str, str], typed: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyspark.sql.datasource import EqualTo, GreaterThan, IsNotNull
+
+    schema = _read(spark, connection, typed).schema
+    options = SourceOptions.parse({**connection, "table": typed})
+    counts = _counting(monkeypatch)
+    assert len(_read_directly(TablestoreReader(options, schema))) == len(TYPED_ROWS)
+    full = counts["rows"]
+    assert full == len(TYPED_ROWS)
+
+    key_reader = TablestorePushdownReader(options, schema)
+    assert list(key_reader.pushFilters([EqualTo(("id",), 7)])) == []
+    counts["rows"] = 0
+    assert sorted(r["k"] for r in _read_directly(key_reader)) == ["a", "b"]
+    assert counts["rows"] == 2
+
+    column_reader = TablestorePushdownReader(options, schema)
+    remaining = list(column_reader.pushFilters([IsNotNull(("s",)), EqualTo(("s",), "b"), GreaterThan(("i",), 0)]))
+    assert [type(f).__name__ for f in remaining] == ["GreaterThan"]  # INTEGER: Spark checks it again
+    counts["rows"] = 0
+    assert sorted(r["id"] for r in _read_directly(column_reader)) == [7, 8]
+    assert counts["rows"] == 2 < full
+
+
+def test_partitions_follow_the_split_points(spark: Any, connection: dict[str, str], client: TableClient) -> None:
+    client.create_table(TableSchema(BIG, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),)))
+    client.write_rows([_put(BIG, i) for i in range(2400)])
+    df = _read(spark, connection, BIG, split_size_mb=1, page_rows=100)
+    assert df.rdd.getNumPartitions() >= 8
+    ids = [r["id"] for r in df.select("id").collect()]
+    assert sorted(ids) == list(range(2400))  # every row once
+    assert _read(spark, connection, BIG, split_size_mb=1, max_split_count=3).rdd.getNumPartitions() == 3
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        narrowed = _read(spark, connection, BIG, split_size_mb=1).where("id >= 100 AND id < 300")
+        assert narrowed.rdd.getNumPartitions() < df.rdd.getNumPartitions()
+        assert sorted(r["id"] for r in narrowed.collect()) == list(range(100, 300))
+    finally:
+        spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+
+
+def _put(table: str, i: int) -> Any:
+    from airflow_tablestore.client.model import RowWrite, WriteType
+
+    return RowWrite(table, WriteType.PUT, (("id", i),), (Column("blob", "p" * 4000),))
