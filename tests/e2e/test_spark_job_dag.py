@@ -61,7 +61,7 @@ def test_user_job_reads_aggregates_and_writes_tables(tablestore_emulator: Emulat
          "--conf", json.dumps({"source_table": source, "result_table": result})],
         env, 900, tmp_path / "dag.log",
     )
-    summary = json.loads(output.split("JOB_SUMMARY ", 1)[1].splitlines()[0])
+    summary, _ = json.JSONDecoder().raw_decode(output.split("JOB_SUMMARY ", 1)[1])  # the log adds a suffix
     assert summary["shops"] == len(expected)
 
     rows = {dict(row.primary_key)["shop"]: {c.name: c.value for c in row.columns}
