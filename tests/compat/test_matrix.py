@@ -6,7 +6,8 @@
   the real trigger, provider discovery and connection form, ``airflow dags test`` of a small DAG); the main
   suite covers the newest, 3.3.2;
 - one install command: ``pip install "airflow-provider-tablestore[airflow,spark]"`` from the checkout into an
-  empty venv gives one PySpark version everywhere, and ``spark-submit`` of the consumer replicates a table.
+  empty venv gives one PySpark version everywhere, ``spark-submit`` of the consumer replicates a table, and a
+  user's job reads it with ``spark.read.format("tablestore")`` and no registration line.
 """
 
 from __future__ import annotations
@@ -96,8 +97,19 @@ REPLICATE = textwrap.dedent('''
                               application_path(), "--table", "src", "--tunnel", "copy", "--phase", "full",
                               "--sink", "parquet", "--sink-path", str(out)],
                              env=env, capture_output=True, text=True, timeout=600)
+        # A user's job: format("tablestore") with no registration line (Spark finds pyspark_tablestore)
+        job = out / "read_job.py"
+        job.write_text("from pyspark.sql import SparkSession\n"
+                       "spark = SparkSession.builder.getOrCreate()\n"
+                       "n = spark.read.format('tablestore').option('table', 'src').load().count()\n"
+                       "print(f'READ_ROWS {n}')\n")
+        read = subprocess.run(["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+                               str(job)], env=env, capture_output=True, text=True, timeout=600)
     rows = sum(pq.read_table(f).num_rows for f in out.rglob("*.parquet"))
-    print(json.dumps({"rc": run.returncode, "rows": rows, "output": run.stdout[-4000:] + run.stderr[-6000:]}))
+    read_rows = [line.split()[1] for line in read.stdout.splitlines() if line.startswith("READ_ROWS ")]
+    print(json.dumps({"rc": run.returncode, "rows": rows, "output": run.stdout[-4000:] + run.stderr[-6000:],
+                      "read_rc": read.returncode, "read_rows": read_rows,
+                      "read_output": read.stdout[-2000:] + read.stderr[-4000:]}))
 ''')
 
 
@@ -127,8 +139,10 @@ def test_one_install_command_gives_a_consistent_spark_environment() -> None:
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["rc"] == 0, report["output"]
     assert report["rows"] == 250, report
+    assert report["read_rc"] == 0 and report["read_rows"] == ["250"], report["read_output"]
     assert "does not yet fully support pandas" not in report["output"]
     assert "inconsistent PySpark install" not in report["output"]
     print(f"[compat] one install: pyspark {versions['pyspark']} = pyspark-client = files, pandas "
-          f"{versions['pandas']}, Airflow {versions['apache-airflow']}; spark-submit replicated {report['rows']} rows "
+          f"{versions['pandas']}, Airflow {versions['apache-airflow']}; spark-submit replicated {report['rows']} rows, "
+          f"spark.read.format('tablestore') read {report['read_rows'][0]} with no registration "
           f"(Python {sys.version.split()[0]})")
