@@ -26,11 +26,13 @@ SECTIONS = [
     ("tunnel_worker", "TunnelWorker"),
     ("stream_worker", "StreamWorker"),
     ("spark", "Spark consumer"),
+    ("datasource", "Spark data source"),
     ("spark-fencing", "Spark consumer before/after fencing"),
     ("spark-fencing-sink", "Tablestore sink fence cost"),
     ("memory", "Spark consumer memory"),
     ("airflow-sensor", "Airflow sensor and trigger"),
     ("structure", "Restructuring before/after"),
+    ("subpackages", "Subpackages and composition before/after"),
 ]
 
 

@@ -127,8 +127,12 @@ def _describe_value(value: Any) -> Any:
     return value
 
 
-def _key_text(key: PrimaryKey) -> str:
-    return "(" + ", ".join(f"{name}={_describe_value(value)!r}" for name, value in key) + ")"
+def key_text(key: PrimaryKey, limit: int | None = None) -> str:
+    """A primary key as errors show it: ``(id=4, k='a', b='0x00ff')``, cut after ``limit`` characters."""
+    text = ", ".join(f"{name}={_describe_value(value)!r}" for name, value in key)
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + "..."
+    return "(" + text + ")"
 
 
 class RowsToArrow:
@@ -199,7 +203,7 @@ class RowsToArrow:
             found_text = type(value).__name__
         if self.failfast or not self.schema.field(i).nullable and spec.source == KEY:
             raise CellTypeError(
-                f"row {_key_text(row.primary_key)}, column {spec.name!r}: the cell is {found_text}, but the "
+                f"row {key_text(row.primary_key)}, column {spec.name!r}: the cell is {found_text}, but the "
                 f"schema says {self._spark_types[i]} (Tablestore {spec.type.value if spec.type else '?'}); "
                 "use mode PERMISSIVE to read it as null, or fix the schema")
         corrupt.setdefault(r, {})[spec.name] = {"cell_type": found_text, "schema_type": self._spark_types[i],

@@ -24,7 +24,7 @@ from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.spark.consumer import purge_sink_tombstones
 from airflow_tablestore.spark.options import OptionsError, parse_args
 from airflow_tablestore.spark.sinks.fence import FENCE_COLUMN, is_tombstone
-from airflow_tablestore.spark.sinks.purge import CLOCK_SKEW_S, minimum_horizon_s, purge_tombstones
+from airflow_tablestore.spark.sinks.purge import minimum_horizon_s, purge_tombstones
 from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
 
 HORIZON = 3600.0
@@ -104,13 +104,24 @@ def test_a_row_that_changed_after_the_scan_is_not_deleted(client: TableClient, s
 
 def test_a_stale_change_after_the_horizon_is_what_the_horizon_excludes(client: TableClient,
                                                                       settings: ConnectionSettings) -> None:
-    """Why the horizon exists: within it the tombstone refuses an older change; once purged, it cannot."""
+    """Why the horizon exists: within it the tombstone refuses an older change; once it is purged, the same
+    stale change brings the deleted row back. The horizon must outlast every stale write, so that this cannot
+    happen."""
     _replica(client, settings, "purge_why", deleted=range(0, 1), live=range(0))
     stale = Record(ActionType.PUT_ROW, _key(0), (Column("v", "stale"),), SequenceInfo(1, 1000, 0))
-    writer = TablestoreSink(settings, "purge_why").open("channel", "token", 2)
-    writer.write([stale])
-    writer.close("end")
-    assert writer.refused == 1 and is_tombstone(_rows(client, "purge_why")[0])
+
+    def send_stale() -> int:
+        writer = TablestoreSink(settings, "purge_why").open("channel", "token", 2)
+        writer.write([stale])
+        writer.close("end")
+        return writer.refused
+
+    assert send_stale() == 1 and is_tombstone(_rows(client, "purge_why")[0])  # within the horizon: refused
+    now = _fence_ms(client, "purge_why") + int(HORIZON * 1000) + 1
+    assert purge_tombstones(client, "purge_why", FENCE_COLUMN, HORIZON, now_ms=now).purged == 1
+    assert _rows(client, "purge_why") == {}
+    assert send_stale() == 0  # after the purge nothing refuses it: the deleted row is back
+    assert [c.value for c in _rows(client, "purge_why")[0] if c.name == "v"] == ["stale"]
 
 
 def test_the_consumer_purges_after_its_run(client: TableClient, settings: ConnectionSettings,
@@ -123,18 +134,39 @@ def test_the_consumer_purges_after_its_run(client: TableClient, settings: Connec
     assert len(_rows(client, "purge_consumer")) == 3
 
 
+def _horizon(**changed: float) -> float:
+    """The minimum horizon of the consumer's default settings, with ``changed`` ones."""
+    given = {"request_timeout": 60.0, "client_timeout": 60.0, "heartbeat_interval": 5.0,
+             "records_per_channel": 50_000.0, "retry_budget_s": 60.0, **changed}
+    return minimum_horizon_s(request_timeout=given["request_timeout"], client_timeout=given["client_timeout"],
+                             heartbeat_interval=given["heartbeat_interval"],
+                             records_per_channel=int(given["records_per_channel"]),
+                             retry_budget_s=given["retry_budget_s"])
+
+
 def test_the_horizon_is_bounded_by_the_timeouts() -> None:
-    minimum = minimum_horizon_s(request_timeout=3, client_timeout=5, heartbeat_interval=1, records_per_channel=120,
-                                retry_budget_s=10)
-    call = 10 + 3
-    assert minimum == 5 + 1 + call + 2 * 5 * (call + 3.0) + CLOCK_SKEW_S
-    base = ["--table", "s", "--tunnel", "t", "--phase", "full", "--request-timeout", "3", "--client-timeout", "5",
-            "--heartbeat-interval", "1", "--records-per-channel", "120"]
-    default = minimum_horizon_s(request_timeout=3, client_timeout=5, heartbeat_interval=1, records_per_channel=120)
-    ok = parse_args([*base, "--sink", "tablestore", "--sink-table", "r", "--purge-tombstones-after", f"{default}"])
-    assert ok.purge_tombstones_after == default
-    with pytest.raises(OptionsError, match=f"is below {default:.0f}s, the longest a stale write"):
-        parse_args([*base, "--sink", "tablestore", "--sink-table", "r", "--purge-tombstones-after", "60"])
+    # the consumer's defaults: request 60 s, client timeout 60 s, heartbeat 5 s, 50,000 records per channel,
+    # the client's retry budget 60 s, 3 s between row tries, 60 s clock skew:
+    #   call = 60 + 60 = 120 s; batches = ceil(50,000 / 200) + 1 = 251
+    #   60 + 5 + 120 + 251 * 5 * (120 + 3) + 60 = 185 + 154,365 + 60 = 154,610 s (about 43 hours)
+    assert _horizon() == 154_610
+    assert minimum_horizon_s(request_timeout=60, client_timeout=60, heartbeat_interval=5,
+                             records_per_channel=50_000) == 154_610  # the client's own retry budget is 60 s
+    # small settings: call = 10 + 3 = 13 s; batches = ceil(120 / 200) + 1 = 2
+    #   5 + 1 + 13 + 2 * 5 * (13 + 3) + 60 = 239 s
+    assert minimum_horizon_s(request_timeout=3, client_timeout=5, heartbeat_interval=1, records_per_channel=120,
+                             retry_budget_s=10) == 239
+    # every timeout (and a longer round) lengthens it; records within the same batch count do not
+    for name, longer in [("request_timeout", 61.0), ("client_timeout", 61.0), ("heartbeat_interval", 6.0),
+                         ("retry_budget_s", 61.0), ("records_per_channel", 50_001.0)]:
+        assert _horizon(**{name: longer}) > 154_610, name
+    assert _horizon(records_per_channel=49_801.0) == 154_610  # still 250 batches of 200
+    # the consumer refuses a purge horizon below the minimum of its settings, and prints it
+    defaults = ["--table", "s", "--tunnel", "t", "--phase", "full", "--sink", "tablestore", "--sink-table", "r"]
+    assert parse_args([*defaults, "--purge-tombstones-after", "154610"]).purge_tombstones_after == 154_610
+    with pytest.raises(OptionsError, match="is below 154610s, the longest a stale write"):
+        parse_args([*defaults, "--purge-tombstones-after", "154609"])
+    base = ["--table", "s", "--tunnel", "t", "--phase", "full"]
     with pytest.raises(OptionsError, match="needs --sink tablestore with a fence"):
         parse_args([*base, "--sink", "parquet", "--sink-path", "/tmp/x", "--purge-tombstones-after", "1e9"])
     with pytest.raises(OptionsError, match="needs --sink tablestore with a fence"):

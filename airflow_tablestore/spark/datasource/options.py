@@ -108,7 +108,8 @@ class SourceOptions:
     settings: ConnectionSettings = field(repr=False)
     table: str
     columns: tuple[str, ...] | None = None
-    max_versions: int = 1
+    max_versions: int | None = None
+    """None: not given (1; a versioned user schema reads every version the table keeps)."""
     time_range: TimeRange | None = None
     split_size_mb: int = 100
     max_split_count: int = 1000
@@ -158,7 +159,7 @@ class SourceOptions:
             settings=connection_settings(lowered),
             table=str(table),
             columns=columns,
-            max_versions=_int(lowered, "max_versions", 1, 1) or 1,
+            max_versions=_int(lowered, "max_versions", None, 1),
             time_range=time_range,
             split_size_mb=_int(lowered, "split_size_mb", 100, 1) or 100,
             max_split_count=_int(lowered, "max_split_count", 1000, 1) or 1000,

@@ -12,7 +12,8 @@
   fails every comparison in Spark too). For STRING, BINARY and BOOLEAN columns ``=``, ``IN``, ``<``, ``<=``,
   ``>``, ``>=`` (and ``IS NOT NULL`` next to one of them) are exact. The rest are pushed only as a *superset*
   and Spark applies them again: INTEGER (the server may compare a DOUBLE cell with an integer), DOUBLE ``=``,
-  ``<``, ``<=`` (NaN; ``>``/``>=`` are not pushed, as Spark orders NaN above every number) and ``<>`` / ``NOT
+  ``<``, ``<=`` (NaN; ``>``/``>=`` are not pushed, as Spark orders NaN above every number; nor is any DOUBLE
+  comparison with ``0.0`` or ``-0.0``, as the service's ``-0.0 = 0.0`` is not assumed) and ``<>`` / ``NOT
   IN`` (a cell of another type passes the server but is null in Spark).
 * **left to Spark** — everything else: ``IS NULL`` on attribute columns (a cell of another type is null in
   Spark but present for the server), ``LIKE`` on attribute columns, filters on versioned columns, the corrupt-
@@ -57,7 +58,7 @@ from airflow_tablestore.client.model import (
     PrimaryKeyColumn,
     SingleColumnCondition,
 )
-from airflow_tablestore.spark.arrow import CELL, KEY, OutputField
+from airflow_tablestore.spark.arrow import CELL, KEY, OutputField, normalized, value_type
 
 MAX_CONDITIONS = 10
 """Tablestore's limit on the conditions of one filter."""
@@ -86,20 +87,15 @@ class Pushdown:
 
 
 def literal(value: Any, kind: ColumnType) -> tuple[bool, Any]:
-    """``(True, the value as Tablestore holds it)`` if a Spark literal is exactly of type ``kind``, else
-    ``(False, None)``."""
-    if kind is ColumnType.INTEGER:
-        ok = type(value) is int and -MAX_INT - 1 <= value <= MAX_INT
-    elif kind is ColumnType.DOUBLE:
-        ok = type(value) is float
-    elif kind is ColumnType.BOOLEAN:
-        ok = type(value) is bool
-    elif kind is ColumnType.STRING:
-        ok = type(value) is str
-    else:
-        ok = isinstance(value, bytes | bytearray)
-        value = bytes(value) if ok else None
-    return (True, value) if ok else (False, None)
+    """``(True, the value as Tablestore holds it)`` if a Spark literal is of type ``kind`` (the shared mapping,
+    :func:`~airflow_tablestore.spark.arrow.value_type`; an INTEGER within 64 bits), else ``(False, None)``."""
+    try:
+        found = value_type(value)
+    except TypeError:  # Decimal, datetime, ...: no Tablestore type
+        return False, None
+    if found is not kind or (kind is ColumnType.INTEGER and not -MAX_INT - 1 <= value <= MAX_INT):
+        return False, None
+    return True, normalized(value, kind)
 
 
 def successor(value: Any, kind: ColumnType) -> Any:
@@ -257,6 +253,12 @@ def _key_ranges(columns: list[_KeyColumn]) -> tuple[list[KeyRange] | None, list[
     return ranges, [f for c in used for f in c.filters]
 
 
+def _unsure_double(value: Any, kind: ColumnType) -> bool:
+    """Whether the server may compare this DOUBLE literal unlike Spark: NaN (Spark orders it above every number)
+    and ±0.0 (Spark's -0.0 = 0.0 is not assumed of the service)."""
+    return kind is ColumnType.DOUBLE and (math.isnan(value) or value == 0.0)
+
+
 def _condition(flt: Filter, kinds: dict[str, ColumnType]) -> tuple[list[SingleColumnCondition], bool] | None:
     """The server conditions (ANDed) that pass every row ``flt`` passes, and whether they are exact."""
     negated = isinstance(flt, Not)
@@ -276,7 +278,7 @@ def _condition(flt: Filter, kinds: dict[str, ColumnType]) -> tuple[list[SingleCo
         values = []
         for item in raw:
             ok, value = literal(item, kind)
-            if not ok:
+            if not ok or _unsure_double(value, kind):
                 return None
             values.append(value)
         return [single(Comparator.NOT_EQUAL, v) for v in dict.fromkeys(values)], False
@@ -285,8 +287,8 @@ def _condition(flt: Filter, kinds: dict[str, ColumnType]) -> tuple[list[SingleCo
         if not ok:
             return None
         comparator = _COMPARATORS[type(inner)]
-        if kind is ColumnType.DOUBLE and (math.isnan(value) or comparator in (Comparator.GREATER_THAN,
-                                                                             Comparator.GREATER_EQUAL)):
+        if kind is ColumnType.DOUBLE and (_unsure_double(value, kind) or comparator in (
+                Comparator.GREATER_THAN, Comparator.GREATER_EQUAL)):
             return None
         return [single(comparator, value)], kind in _EXACT_TYPES
     if isinstance(inner, In):
@@ -295,7 +297,7 @@ def _condition(flt: Filter, kinds: dict[str, ColumnType]) -> tuple[list[SingleCo
             if item is None:
                 continue
             ok, value = literal(item, kind)
-            if not ok or (kind is ColumnType.DOUBLE and math.isnan(value)):
+            if not ok or _unsure_double(value, kind):
                 return None
             values.append(value)
         if not values:

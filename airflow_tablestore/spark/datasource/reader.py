@@ -8,7 +8,8 @@ executor, :meth:`TablestoreReader.read` pages through its ranges with GetRange (
 schema's columns, ``max_versions``, the time range and the pushed column filter sent with each page) and yields
 each page as one Arrow record batch built by the shared core (:class:`~airflow_tablestore.spark.arrow.RowsToArrow`).
 Tombstones of a replica (rows that are only a deleted-marked fence) are skipped unless
-``show_replication_columns``.
+``show_replication_columns``. With a time range, a row is returned only if a column of the schema (any column,
+if the schema has only key columns; never the hidden fence) has a cell in the range.
 
 :class:`TablestorePushdownReader` adds ``pushFilters``. PySpark refuses to plan a read with a reader that
 implements it while ``spark.sql.python.filterPushdown.enabled`` is false (its default), so the data source
@@ -24,7 +25,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
-from airflow_tablestore.client.model import ColumnCondition, PrimaryKeyColumn, Row
+from airflow_tablestore.client.model import ColumnCondition, PrimaryKeyColumn, Row, TableSchema
 from airflow_tablestore.spark.arrow import CELL, VERSIONS, RowsToArrow
 from airflow_tablestore.spark.datasource.options import SourceOptions
 from airflow_tablestore.spark.datasource.pushdown import KeyRange, intersect, plan_pushdown
@@ -64,33 +65,54 @@ def split_partitions(splits: Sequence[KeyRange], key_ranges: Sequence[KeyRange] 
     return [KeyRangePartition(i, group) for i, group in enumerate(groups)]
 
 
+def _describe(options: SourceOptions) -> TableSchema:
+    client = options.settings.table_client()
+    try:
+        return client.describe_table(options.table).schema
+    finally:
+        client.close()
+
+
 class TablestoreReader(DataSourceReader):
     """Read one table (``options.table``) into ``schema``; picklable, it holds no client or connection."""
 
     def __init__(self, options: SourceOptions, schema: StructType,
-                 primary_key: Sequence[PrimaryKeyColumn] | None = None) -> None:
+                 primary_key: Sequence[PrimaryKeyColumn] | None = None,
+                 table_max_versions: int | None = None) -> None:
         self.options = options
         self.schema = schema
         if primary_key is None:
-            client = options.settings.table_client()
-            try:
-                primary_key = client.describe_table(options.table).schema.primary_key
-            finally:
-                client.close()
+            table = _describe(options)
+            primary_key, table_max_versions = table.primary_key, table.options.max_versions
         self.primary_key = tuple(primary_key)
         self.fields = read_fields(schema, self.primary_key, options)
         self.arrow_schema = arrow_schema(schema)
         self.key_ranges: list[KeyRange] | None = None
         self.column_filter: ColumnCondition | None = None
         self.pushed: list[str] = []
-        shown = {f.name for f in self.fields if f.source in (CELL, VERSIONS)}
         self.hide_tombstones = bool(options.fence_column) and not options.show_replication_columns
         wanted = [f.name for f in self.fields if f.source in (CELL, VERSIONS)]
-        if self.hide_tombstones and options.fence_column not in shown:
-            wanted.append(options.fence_column)  # to recognise tombstones; not in the output
-        # a key column among the columns makes GetRange return rows that hold none of the others
-        self.columns_to_get = (self.primary_key[0].name, *wanted)
-        self.max_versions = options.max_versions if any(f.source == VERSIONS for f in self.fields) else 1
+        self.hidden_fence: str | None = None  # read to recognise tombstones; not in the output
+        if self.hide_tombstones and options.fence_column not in wanted:
+            self.hidden_fence = options.fence_column
+        hidden = (self.hidden_fence,) if self.hidden_fence else ()
+        if options.time_range is None:
+            # a key column among the columns makes GetRange return rows that hold none of the others
+            self.columns_to_get: tuple[str, ...] = (self.primary_key[0].name, *wanted, *hidden)
+        else:
+            # with a time range, only rows with a cell of a read column in the range: no key column (the
+            # server leaves the other rows out) and without_empty() drops rows holding only the hidden fence;
+            # a schema of key columns only reads all columns (rows with any cell in the range)
+            self.columns_to_get = (*wanted, *hidden) if wanted else ()
+        versioned = any(f.source == VERSIONS for f in self.fields)
+        if not versioned:
+            self.max_versions = 1
+        elif options.max_versions is not None:
+            self.max_versions = options.max_versions
+        else:  # a versioned user schema without the option: every version the table keeps
+            if table_max_versions is None:
+                table_max_versions = _describe(options).options.max_versions
+            self.max_versions = table_max_versions
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(table={self.options.table!r}, endpoint={self.options.endpoint!r}, "
@@ -127,6 +149,8 @@ class TablestoreReader(DataSourceReader):
                         time_range=self.options.time_range, column_filter=self.column_filter)
                     if self.hide_tombstones:
                         rows = self.without_tombstones(rows)
+                    if self.options.time_range is not None:
+                        rows = self.without_empty(rows)
                     if rows:
                         yield converter.batch(rows)
         finally:
@@ -143,6 +167,12 @@ class TablestoreReader(DataSourceReader):
                 continue
             kept.append(row)
         return kept
+
+    def without_empty(self, rows: list[Row]) -> list[Row]:
+        """``rows`` less those with no cell in the time range other than the hidden fence: a time-range read
+        returns only rows that have a cell of a read column in the range."""
+        fence = self.hidden_fence
+        return [row for row in rows if any(c.name != fence for c in row.columns)]
 
 
 class TablestorePushdownReader(TablestoreReader):

@@ -9,7 +9,8 @@ the replication consumer (``fence_column``) is hidden unless ``show_replication_
 
 A user schema (``.schema(...)``) may name any columns of those types, versioned columns, and a ``string``
 corrupt-record column (``columnNameOfCorruptRecord``, default ``_corrupt_record``); :func:`read_fields` checks
-it once, on the driver, and says where each column comes from.
+it once, on the driver, and says where each column comes from. A versioned column read without the
+``max_versions`` option holds every version the table keeps (its ``max_versions``), not one.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def schema_of(table: TableSchema, options: SourceOptions) -> StructType:
             names.append(fence)
     for name in names:
         kind = defined.get(name, ColumnType.STRING)  # the fence column is a string
-        data_type = versions_type(kind) if options.max_versions > 1 else SPARK_TYPES[kind]
+        data_type = versions_type(kind) if (options.max_versions or 1) > 1 else SPARK_TYPES[kind]
         fields.append(StructField(name, data_type, nullable=True))
     return StructType(fields)
 

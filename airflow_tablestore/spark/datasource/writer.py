@@ -13,7 +13,9 @@ the number of failed rows and one example (its key and the server's error).
   writes one cell version per element, with its timestamp (ms).
 * ``fence_by=COL``: each write is conditional on the stored ``COL`` being older (smaller) than the row's, the
   mechanism of the replication sink's fence (:mod:`~airflow_tablestore.spark.sinks.fence`): a retried task, a
-  speculative copy or an older DataFrame never rolls a row back. Refused writes are counted, not errors.
+  speculative copy or an older DataFrame never rolls a row back. Refused writes are counted, not errors. The
+  stored ``COL`` must have the column's Tablestore type, or every write is refused: a defined column of
+  another type is refused on the driver (DescribeTable); stored values of another type cannot be seen there.
 
 Save modes: ``append`` writes; ``overwrite`` is refused with one line (replacing a table's contents means
 deleting every other row, which a key-value store cannot do atomically; ``row_change=put`` already replaces
@@ -48,13 +50,17 @@ from airflow_tablestore.client.errors import BatchWriteError, NotFoundError, Tab
 from airflow_tablestore.client.model import (
     CellOp,
     Column,
+    ColumnType,
     Condition,
+    DefinedColumn,
     PrimaryKeyColumn,
     PrimaryKeyType,
     RowWrite,
     RowWriteResult,
+    TableSchema,
     WriteType,
 )
+from airflow_tablestore.spark.arrow import key_text
 from airflow_tablestore.spark.datasource.options import OptionError, SourceOptions
 from airflow_tablestore.spark.sinks.fence import CONDITION_FAILED, fenced_row_write, write_fenced
 
@@ -125,8 +131,23 @@ def _is_versions(data_type: DataType) -> DataType | None:
     return fields["value"]
 
 
-def plan_write(schema: StructType, options: SourceOptions, primary_key: Sequence[PrimaryKeyColumn]) -> WritePlan:
-    """Check the DataFrame's schema against the table's primary key and Tablestore's types; one clear error each."""
+def _tablestore_type(data_type: DataType) -> ColumnType | None:
+    """The Tablestore type a DataFrame column's values are written as, or None."""
+    if isinstance(data_type, _INTEGERS):
+        return ColumnType.INTEGER
+    if isinstance(data_type, _DOUBLES):
+        return ColumnType.DOUBLE
+    for spark_type, kind in ((BooleanType, ColumnType.BOOLEAN), (StringType, ColumnType.STRING),
+                             (BinaryType, ColumnType.BINARY)):
+        if isinstance(data_type, spark_type):
+            return kind
+    return None
+
+
+def plan_write(schema: StructType, options: SourceOptions, primary_key: Sequence[PrimaryKeyColumn],
+               defined_columns: Sequence[DefinedColumn] = ()) -> WritePlan:
+    """Check the DataFrame's schema against the table's primary key (and, for ``fence_by``, its defined columns)
+    and Tablestore's types; one clear error each."""
     positions = {f.name: i for i, f in enumerate(schema.fields)}
     by_lower = {f.name.lower(): f.name for f in schema.fields}
     key: list[tuple[str, int]] = []
@@ -164,9 +185,17 @@ def plan_write(schema: StructType, options: SourceOptions, primary_key: Sequence
             raise OptionError(f"fence_by column {options.fence_by!r} must be a column of the DataFrame that is not "
                               "part of the primary key")
         fence_type = schema.fields[positions[options.fence_by]].dataType
-        if not isinstance(fence_type, (*_INTEGERS, *_DOUBLES, StringType, BinaryType)):
+        fence_kind = _tablestore_type(fence_type)
+        if fence_kind is None or fence_kind is ColumnType.BOOLEAN:
             raise OptionError(f"fence_by column {options.fence_by!r} is {fence_type.simpleString()}: it must be a "
                               "long, double, string or binary that grows with every newer write")
+        stored = {c.name: c.type for c in defined_columns}.get(options.fence_by)
+        if stored is not None and stored is not fence_kind:
+            raise OptionError(
+                f"fence_by column {options.fence_by!r} is {fence_type.simpleString()} (Tablestore "
+                f"{fence_kind.value}) in the DataFrame but a {stored.value} defined column of table "
+                f"{options.table!r}: the server never finds a stored fence of another type smaller, so every "
+                "write would be refused; cast the column to the stored type")
         fence_index = positions[options.fence_by]
     if options.row_change == "update" and not cells:
         raise OptionError("row_change=update needs at least one column besides the primary key")
@@ -232,15 +261,10 @@ def batch_writes(plan: WritePlan, batch: Any) -> tuple[list[RowWrite], list[tupl
     return writes, invalid
 
 
-def _key_text(primary_key: Any) -> str:
-    text = ", ".join(f"{name}={value!r}" for name, value in primary_key)
-    return text if len(text) <= _EXAMPLE_LIMIT else text[:_EXAMPLE_LIMIT] + "..."
-
-
 def failure_message(table: str, failed: int, attempted: int, example_key: Any, reason: str) -> str:
     """The one line a failed write task ends with: how many rows failed and one example."""
     return (f"{failed} of {attempted} row(s) could not be written to table {table!r} after retries; e.g. the "
-            f"row ({_key_text(example_key)}): {reason[:_EXAMPLE_LIMIT]}")
+            f"row {key_text(example_key, _EXAMPLE_LIMIT)}: {reason[:_EXAMPLE_LIMIT]}")
 
 
 def _failed_rows(exc: BatchWriteError, fenced: bool) -> list[RowWriteResult]:
@@ -251,11 +275,12 @@ class TablestoreWriter(DataSourceArrowWriter):
     """``df.write`` of format ``tablestore``: created on the driver, pickled to every write task."""
 
     def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool,
-                 describe: Callable[[SourceOptions], Sequence[PrimaryKeyColumn]] | None = None) -> None:
+                 describe: Callable[[SourceOptions], TableSchema] | None = None) -> None:
         if overwrite:
             raise OptionError(OVERWRITE_REFUSED)
         self.options = options
-        self.plan = plan_write(schema, options, (describe or _describe_key)(options))
+        table = (describe or _describe_table)(options)
+        self.plan = plan_write(schema, options, table.primary_key, table.defined_columns)
 
     def __repr__(self) -> str:
         return f"TablestoreWriter(table={self.options.table!r}, row_change={self.options.row_change!r})"
@@ -300,18 +325,23 @@ class TablestoreWriter(DataSourceArrowWriter):
         rows, refused = sum(m.rows for m in done), sum(m.refused for m in done)
         log.info("wrote %d row(s) to table %r in %d task(s)%s", rows, self.options.table, len(done),
                  f", {refused} refused by the fence (the table held them or newer)" if self.plan.fence_by else "")
+        if self.plan.fence_by and rows and refused == rows:
+            log.warning("the fence refused every one of the %d row(s) written to table %r: if its stored %r values "
+                        "are of another type than the DataFrame's, every write is refused", rows, self.options.table,
+                        self.plan.fence_by)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         done = [m for m in messages if isinstance(m, TablestoreCommitMessage)]
         log.warning("the write to table %r failed; %d task(s) finished and their %d row(s) stay written (Tablestore "
-                    "has no multi-row transactions): writing the DataFrame again is safe", self.options.table,
-                    len(done), sum(m.rows for m in done))
+                    "has no multi-row transactions): writing the DataFrame again re-sends them, which leaves the "
+                    "same values, but adds versions with row_change=update on a multi-version table (fence_by "
+                    "refuses the re-sent rows)", self.options.table, len(done), sum(m.rows for m in done))
 
 
-def _describe_key(options: SourceOptions) -> tuple[PrimaryKeyColumn, ...]:
+def _describe_table(options: SourceOptions) -> TableSchema:
     client = options.settings.table_client()
     try:
-        return client.describe_table(options.table).schema.primary_key
+        return client.describe_table(options.table).schema
     except NotFoundError:
         raise OptionError(f"table {options.table!r} does not exist: create it first (format 'tablestore' "
                           "writes rows, it does not create tables)") from None

@@ -12,10 +12,13 @@ refused instead of resurrecting the row. Such a change comes from two kinds of w
   after its last heartbeat (``heartbeat_interval`` apart), and only then hands its channels to the consumer
   that writes the tombstone; the dropped client's task reads nothing more (its next ReadRecords is refused) and
   writes only what it holds: at most one round of one channel (``records_per_channel``), in batches of ≤ 200
-  rows, each request bounded by the client's retry budget plus ``request_timeout`` and retried at most
-  :data:`WRITE_ATTEMPTS` times. So a tombstone whose cell (written by the server's clock) is older than
-  :func:`minimum_horizon_s` can no longer be reached by a stale write, up to the clock skew between the purging
-  host and the server (:data:`CLOCK_SKEW_S`).
+  rows, each request waited for at most the client's retry budget plus ``request_timeout`` and retried at most
+  :data:`WRITE_ATTEMPTS` times. The client's timeouts bound only how long it waits, not when the server runs a
+  request: the horizon *assumes* the server executes or fails a request within one such request time of its
+  sending (nothing the client controls guarantees it; the emulator executes a request once read, and only its
+  injected ``delay_s`` faults hold one longer). With that, a tombstone whose cell (written by the server's clock)
+  is older than :func:`minimum_horizon_s` can no longer be reached by a stale write, up to the clock skew
+  between the purging host and the server (:data:`CLOCK_SKEW_S`).
 
 :func:`purge_tombstones` scans the replica's fence column only, and deletes each tombstone older than the
 horizon *conditionally* (the fence must still be exactly the tombstone), so a row the source re-created
@@ -43,7 +46,7 @@ from airflow_tablestore.client.model import (
 )
 from airflow_tablestore.client.retry import RetryPolicy
 from airflow_tablestore.client.table.batch_write import MAX_BATCH_WRITE_ROWS
-from airflow_tablestore.spark.sinks.fence import TOMBSTONE_SUFFIX, write_fenced
+from airflow_tablestore.spark.sinks.fence import is_tombstone, write_fenced
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +101,9 @@ def _candidates(client: Any, table: str, fence_column: str, cutoff_ms: int, resu
     end = tuple((name, INF_MAX) for name, _ in start)
     for row in client.iter_range(table, start, end, columns=[fence_column], max_versions=1, page_size=page_rows):
         result.rows += 1
-        fence = next((c for c in row.columns if c.name == fence_column), None)
-        if fence is None or not isinstance(fence.value, str) or not fence.value.endswith(TOMBSTONE_SUFFIX):
+        if not is_tombstone(row.columns, fence_column):  # the scan reads the fence column alone
             continue
+        fence = row.columns[0]  # the newest (and, at max_versions=1, only) fence cell
         result.tombstones += 1
         if fence.timestamp is None or fence.timestamp >= cutoff_ms:
             result.young += 1

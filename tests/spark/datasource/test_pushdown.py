@@ -132,6 +132,19 @@ def test_filters_the_server_could_evaluate_differently_are_not_pushed(flt: Filte
     assert plan.remaining == [flt] and plan.column_filter is None and plan.ranges is None
 
 
+@pytest.mark.parametrize("flt", [
+    EqualTo(("d",), 0.0), EqualTo(("d",), -0.0), EqualNullSafe(("d",), -0.0), LessThan(("d",), 0.0),
+    LessThanOrEqual(("d",), -0.0), In(("d",), (2.5, -0.0)), In(("d",), (0.0, None)), Not(EqualTo(("d",), 0.0)),
+    Not(In(("d",), (1.5, -0.0))),
+])
+def test_double_comparisons_with_zero_of_either_sign_are_not_pushed(flt: Filter) -> None:
+    """Spark's -0.0 = 0.0 is not assumed of the service: a comparison with a zero stays with Spark alone."""
+    plan = _plan(flt)
+    assert plan.remaining == [flt] and plan.column_filter is None and plan.pushed == []
+    nonzero = _plan(In(("d",), (2.5, -1e-300)))  # tiny, but not zero: pushed (and checked again)
+    assert nonzero.column_filter is not None and len(nonzero.remaining) == 1
+
+
 def test_in_becomes_an_or_and_the_condition_budget_is_kept() -> None:
     plan = _plan(In(("s",), ("a", "b", None)))
     assert plan.column_filter == CompositeColumnCondition(LogicalOperator.OR, (

@@ -23,9 +23,11 @@ from airflow_tablestore.client.model import (
     PrimaryKeyColumn,
     PrimaryKeyType,
     Record,
+    RowWrite,
     SequenceInfo,
     TableOptions,
     TableSchema,
+    WriteType,
 )
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table.client import TableClient
@@ -33,7 +35,15 @@ from airflow_tablestore.client.table.rows import TableRows
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.datasource.options import SourceOptions
 from airflow_tablestore.spark.datasource.reader import TablestorePushdownReader, TablestoreReader
-from airflow_tablestore.spark.sinks.fence import fenced_write, write_fenced
+from airflow_tablestore.spark.sinks.fence import (
+    FENCE_COLUMN,
+    TOMBSTONE_SUFFIX,
+    fence_condition,
+    fence_value,
+    fenced_row_write,
+    fenced_write,
+    write_fenced,
+)
 
 ROOT = str(Path(__file__).resolve().parents[3])
 FORMAT = "tablestore"
@@ -174,14 +184,34 @@ def test_versions_and_time_range(spark: Any, connection: dict[str, str], client:
     client.put_row(VERSIONED, [("id", 1)], [("v", "one", 1000)])
     client.update_row(VERSIONED, [("id", 1)], [Column("v", "two", 2000)])
     client.update_row(VERSIONED, [("id", 1)], [Column("v", "three", 3000)])
+    client.put_row(VERSIONED, [("id", 2)], [("v", "early", 500), ("v", "late", 4000)])
+    client.put_row(VERSIONED, [("id", 3)], [("v", "only", 5000)])
     df = _read(spark, connection, VERSIONED, max_versions=5)
     assert df.schema["v"].dataType.simpleString() == "array<struct<timestamp:bigint,value:string>>"
-    assert [(v["timestamp"], v["value"]) for v in df.collect()[0]["v"]] == [
-        (3000, "three"), (2000, "two"), (1000, "one")]
+    assert {r["id"]: [(v["timestamp"], v["value"]) for v in r["v"]] for r in df.collect()} == {
+        1: [(3000, "three"), (2000, "two"), (1000, "one")], 2: [(4000, "late"), (500, "early")], 3: [(5000, "only")]}
+    # only rows with a version in the range: rows 2 and 3 have none in [1500, 3000)
     ranged = _read(spark, connection, VERSIONED, max_versions=5, time_range_start=1500, time_range_end=3000)
-    assert [v["value"] for v in ranged.collect()[0]["v"]] == ["two"]
+    assert {r["id"]: [v["value"] for v in r["v"]] for r in ranged.collect()} == {1: ["two"]}
     newest = _read(spark, connection, VERSIONED, time_range_end=2500)
-    assert newest.collect()[0]["v"] == "two"
+    assert {r["id"]: r["v"] for r in newest.collect()} == {1: "two", 2: "early"}
+    assert sorted(r["id"] for r in _read(spark, connection, VERSIONED, schema="id long",
+                                         time_range_start=4500).collect()) == [3]
+
+
+def test_a_versioned_schema_without_max_versions_reads_every_version_the_table_keeps(
+        spark: Any, connection: dict[str, str], client: TableClient) -> None:
+    table = "ds_read_versions_schema"
+    client.create_table(TableSchema(table, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),),
+                                    options=TableOptions(max_versions=3, max_time_deviation=MAX_TIME_DEVIATION)))
+    client.put_row(table, [("id", 1)], [("v", f"v{t}", t) for t in (1000, 2000, 3000, 4000)])
+    schema = "id long, v array<struct<timestamp: long, value: string>>"
+    every = _read(spark, connection, table, schema=schema).collect()
+    assert [(v["timestamp"], v["value"]) for v in every[0]["v"]] == [(4000, "v4000"), (3000, "v3000"),
+                                                                      (2000, "v2000")]  # the table keeps 3
+    one = _read(spark, connection, table, schema=schema, max_versions=1).collect()
+    assert [(v["timestamp"], v["value"]) for v in one[0]["v"]] == [(4000, "v4000")]
+    assert _read(spark, connection, table).schema.simpleString() == "struct<id:bigint>"  # no defined columns
 
 
 def test_a_replica_hides_its_fence_and_tombstones(spark: Any, connection: dict[str, str],
@@ -203,6 +233,49 @@ def test_a_replica_hides_its_fence_and_tombstones(spark: Any, connection: dict[s
     assert shown.columns == ["id", "v", "_tunnel_seq"]
     rows = {r["id"]: r for r in shown.collect()}
     assert sorted(rows) == [0, 1, 2, 3] and rows[1]["v"] is None and rows[1]["_tunnel_seq"].endswith("-deleted")
+
+
+def _fenced(table: str, key: int, value: str, ts: int, seq: int, kind: WriteType = WriteType.PUT) -> RowWrite:
+    """A fenced write as the replication sink makes it, with the cell versions set to ``ts``."""
+    fence = fence_value(SequenceInfo(1, seq, 0))
+    cells = (Column("v", value, ts), Column(FENCE_COLUMN, fence, ts))
+    return fenced_row_write(table, kind, (("id", key),), cells, FENCE_COLUMN, fence, carries_fence=True)
+
+
+def _tombstone(table: str, key: int, ts: int, seq: int) -> RowWrite:
+    """A delete as the replication sink makes it (the row becomes its marked fence alone), at version ``ts``."""
+    fence = fence_value(SequenceInfo(1, seq, 0))
+    return RowWrite(table, WriteType.PUT, (("id", key),), (Column(FENCE_COLUMN, fence + TOMBSTONE_SUFFIX, ts),),
+                    fence_condition(FENCE_COLUMN, fence))
+
+
+def test_a_time_range_read_of_a_replica_returns_the_rows_changed_in_the_range(
+        spark: Any, connection: dict[str, str], client: TableClient) -> None:
+    table = "ds_read_replica_range"
+    client.create_table(TableSchema(table, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),),
+                                    defined_columns=(DefinedColumn("v", ColumnType.STRING),),
+                                    options=TableOptions(max_time_deviation=MAX_TIME_DEVIATION)))
+    writes = [_fenced(table, i, f"a{i}", 1000, 1 + i) for i in range(5)]  # t=1000: rows 0..4
+    writes += [_tombstone(table, 1, 2000, 10),  # t=2000: row 1 deleted
+               _fenced(table, 2, "b2", 3000, 20, WriteType.UPDATE),  # t=3000: row 2 updated, row 5 created
+               _fenced(table, 5, "a5", 3000, 21),
+               _fenced(table, 3, "b3", 4000, 30)]  # t=4000: row 3 replaced
+    for write in writes:
+        assert write_fenced(client, [write]) == 0
+
+    def rows(**options: Any) -> dict[int, Any]:
+        return {r["id"]: r["v"] for r in _read(spark, connection, table, **options).collect()}
+
+    assert rows() == {0: "a0", 2: "b2", 3: "b3", 4: "a4", 5: "a5"}
+    assert rows(time_range_start=2500, time_range_end=5000) == {2: "b2", 3: "b3", 5: "a5"}  # after the delete
+    assert rows(time_range_start=1500, time_range_end=2500) == {}  # only the delete: its tombstone stays hidden
+    assert rows(time_range_end=1500) == {0: "a0", 4: "a4"}  # before the delete and the later writes
+    assert rows(time_range_start=3500) == {3: "b3"}
+    assert sorted(r["id"] for r in _read(spark, connection, table, schema="id long", time_range_start=2500,
+                                         time_range_end=5000).collect()) == [2, 3, 5]
+    shown = _read(spark, connection, table, show_replication_columns="true", time_range_start=1500,
+                  time_range_end=2500).collect()
+    assert [(r["id"], r["v"], r[FENCE_COLUMN].endswith(TOMBSTONE_SUFFIX)) for r in shown] == [(1, None, True)]
 
 
 PREDICATES = [
@@ -307,6 +380,4 @@ def test_partitions_follow_the_split_points(spark: Any, connection: dict[str, st
 
 
 def _put(table: str, i: int) -> Any:
-    from airflow_tablestore.client.model import RowWrite, WriteType
-
     return RowWrite(table, WriteType.PUT, (("id", i),), (Column("blob", "p" * 4000),))

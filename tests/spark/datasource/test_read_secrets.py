@@ -1,5 +1,6 @@
-"""The AccessKey secret of a ``tablestore`` read never shows: not in the plan, ``explain()``, the event log (which
-the Spark UI and history server show), errors, or the reader's and options' reprs."""
+"""The AccessKey secret and the STS token of a ``tablestore`` read or write never show: not in the plan,
+``explain()``, the SQL executions the Spark UI shows, the event log (which the history server shows), errors of
+failing reads and writes, or the reader's and options' reprs."""
 
 from __future__ import annotations
 
@@ -11,13 +12,22 @@ from typing import Any
 
 import pytest
 
-from airflow_tablestore.client.model import ColumnType, DefinedColumn, PrimaryKeyColumn, PrimaryKeyType, TableSchema
+from airflow_tablestore.client.model import (
+    INF_MAX,
+    INF_MIN,
+    ColumnType,
+    DefinedColumn,
+    PrimaryKeyColumn,
+    PrimaryKeyType,
+    TableSchema,
+)
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.datasource.options import SourceOptions
 
 ROOT = str(Path(__file__).resolve().parents[3])
 TABLE = "ds_secret_read"
+TOKEN = "sts-secret-token"
 
 
 def test_the_secret_is_nowhere_spark_shows(tablestore_emulator: EmulatorProcess, settings: ConnectionSettings,
@@ -58,14 +68,36 @@ def test_the_secret_is_nowhere_spark_shows(tablestore_emulator: EmulatorProcess,
                 "max_versions", "zero").load()
         shown.append(str(bad_option.value))
         assert "max_versions" in shown[-1]
+
+        # a write with the secret and an STS token in its options: its plan, the UI's record of it, its errors
+        writing = {**connection, "sts_token": TOKEN}
+        frame = spark.createDataFrame([(2, "b")], "id long, s string")
+        frame.write.format("tablestore").options(**writing).option("table", TABLE).mode("append").save()
+        with pytest.raises(Exception) as no_table:  # refused on the driver
+            frame.write.format("tablestore").options(**writing).option("table", "no_such_table").mode(
+                "append").save()
+        shown.append(str(no_table.value))
+        assert "does not exist" in shown[-1]
+        with pytest.raises(Exception) as failed_rows:  # a task fails: the service refuses NaN
+            spark.createDataFrame([(3, float("nan"))], "id long, d double").write.format("tablestore").options(
+                **writing).option("table", TABLE).mode("append").save()
+        shown.append(str(failed_rows.value))
+        assert "1 of 1 row(s) could not be written" in shown[-1]
+        executions = spark._jsparkSession.sharedState().statusStore().executionsList()  # the UI's SQL tab
+        plans = [executions.apply(i) for i in range(executions.size())]
+        shown += [f"{e.description()}\n{e.details()}\n{e.physicalPlanDescription()}" for e in plans]
+        assert any("AppendData" in text or "WriteToDataSourceV2" in text for text in shown[-len(plans):])
     finally:
         spark.stop()
     shown.append(capsys.readouterr().out)
     logs = [path.read_text(errors="replace") for path in events.rglob("*") if path.is_file()]
     assert logs and any("SparkListenerSQLExecutionStart" in log for log in logs)
     shown += logs
-    options = SourceOptions.parse({**connection, "table": TABLE, "sts_token": "sts-secret-token"})
+    assert any("WriteToDataSourceV2" in log or "AppendData" in log for log in logs)  # the writes are logged
+    options = SourceOptions.parse({**connection, "table": TABLE, "sts_token": TOKEN})
     shown += [repr(options), repr(options.settings)]
     for text in shown:
         assert secret not in text
-        assert "sts-secret-token" not in text
+        assert TOKEN not in text
+    with settings.table_client() as client:  # the first write landed
+        assert len(list(client.iter_range(TABLE, [("id", INF_MIN)], [("id", INF_MAX)]))) == 2

@@ -8,8 +8,6 @@ import struct
 import time
 from typing import Any
 
-import pytest
-
 from airflow_tablestore.client.model import (
     INF_MAX,
     INF_MIN,
@@ -82,7 +80,6 @@ def _write(frame: Any, connection: dict[str, str], table: str) -> None:
 
 
 def test_read_write_read_gives_equal_tables(spark: Any, connection: dict[str, str], client: TableClient) -> None:
-    pytest.importorskip("airflow_tablestore.spark.datasource.reader")
     source, copy = _make(client, "rt_source"), _make(client, "rt_copy")
     client.write_rows([RowWrite(source, WriteType.PUT, key, tuple((name, v) for name, v in cols.items()))  # type: ignore[misc]
                        for key, cols in _rows_of_every_kind()])
@@ -101,7 +98,6 @@ def test_read_write_read_gives_equal_tables(spark: Any, connection: dict[str, st
 
 def test_many_versions_round_trip_as_arrays_of_timestamped_values(spark: Any, connection: dict[str, str],
                                                                   client: TableClient) -> None:
-    pytest.importorskip("airflow_tablestore.spark.datasource.reader")
     source, copy = _make(client, "rt_versions", max_versions=10), _make(client, "rt_versions_copy", max_versions=10)
     now = int(time.time() * 1000)
     writes = []

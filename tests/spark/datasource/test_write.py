@@ -5,6 +5,7 @@ Arrow-to-writes conversion is tested without Spark; the rest runs a real local S
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -16,6 +17,8 @@ from airflow_tablestore.client.model import (
     INF_MIN,
     CellOp,
     Column,
+    ColumnType,
+    DefinedColumn,
     PrimaryKeyColumn,
     PrimaryKeyType,
     Row,
@@ -43,7 +46,7 @@ def _writer(schema: Any, **extra: str) -> TablestoreWriter:
     from pyspark.sql.types import StructType
 
     assert isinstance(schema, StructType)
-    return TablestoreWriter(_options(**extra), schema, False, describe=lambda _: KEY)
+    return TablestoreWriter(_options(**extra), schema, False, describe=lambda _: TableSchema("t", KEY))
 
 
 def _ddl(text: str) -> Any:
@@ -118,9 +121,28 @@ def test_a_schema_the_table_cannot_take_is_refused_on_the_driver(ddl: str, extra
     assert message in str(info.value)
 
 
+def test_a_fence_by_column_stored_with_another_type_is_refused_on_the_driver() -> None:
+    stored = TableSchema("t", KEY, (DefinedColumn("version", ColumnType.STRING),))
+    with pytest.raises(OptionError) as info:
+        TablestoreWriter(_options(fence_by="version"), _ddl("id long, s string, version long"), False,
+                         describe=lambda _: stored)
+    text = str(info.value)
+    assert "\n" not in text
+    assert ("fence_by column 'version' is bigint (Tablestore INTEGER) in the DataFrame but a STRING defined column "
+            "of table 't'") in text and "every write would be refused" in text
+    same = TablestoreWriter(_options(fence_by="version"), _ddl("id long, s string, version string"), False,
+                            describe=lambda _: stored)
+    assert same.plan.fence_by == "version"
+    # an int is written as INTEGER too; a column the table does not define cannot be checked up front
+    assert TablestoreWriter(_options(fence_by="version"), _ddl("id long, version int"), False,
+                            describe=lambda _: TableSchema("t", KEY, (DefinedColumn("version", ColumnType.INTEGER),))
+                            ).plan.fence_by == "version"
+    assert _writer(_ddl("id long, version long"), fence_by="version").plan.fence_by == "version"
+
+
 def test_overwrite_is_refused_with_one_line() -> None:
     with pytest.raises(OptionError) as info:
-        TablestoreWriter(_options(), _ddl("id long"), True, describe=lambda _: KEY)
+        TablestoreWriter(_options(), _ddl("id long"), True, describe=lambda _: TableSchema("t", KEY))
     assert str(info.value).endswith(OVERWRITE_REFUSED) and "\n" not in str(info.value)
 
 
@@ -158,13 +180,80 @@ def _write(spark: Any, emulator: EmulatorProcess, frame: Any, table: str, mode: 
     frame.write.format("tablestore").options(**connection, table=table, **options).mode(mode).save()
 
 
+class _RecordingProxy:
+    """An HTTP proxy in front of the emulator that records the rows of every BatchWriteRow request the Spark
+    workers send, byte for byte (requests are signed over the API path and ``x-ots-*`` headers, not the host)."""
+
+    def __init__(self, target: str) -> None:
+        import http.client
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import urlparse
+
+        from airflow_tablestore.protocol import ots_table_pb2
+
+        self.batches: list[int] = []
+        lock = threading.Lock()
+        host, port = urlparse(target).hostname, urlparse(target).port
+        recorded = self.batches
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.endswith("/BatchWriteRow"):
+                    request: Any = ots_table_pb2.BatchWriteRowRequest.FromString(body)  # type: ignore[attr-defined]
+                    with lock:
+                        recorded.append(sum(len(t.rows) for t in request.tables))
+                upstream = http.client.HTTPConnection(host or "127.0.0.1", port, timeout=120)
+                try:
+                    upstream.request("POST", self.path, body, {
+                        k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")})
+                    answer = upstream.getresponse()
+                    data = answer.read()
+                finally:
+                    upstream.close()
+                self.send_response_only(answer.status, answer.reason)
+                for name, value in answer.getheaders():
+                    if name.lower() not in ("connection", "transfer-encoding", "content-length"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
 def test_append_puts_rows_in_legal_batches(spark: Any, tablestore_emulator: EmulatorProcess,
                                            client: TableClient) -> None:
     table = _table(client, "write_put")
     frame = spark.range(0, 1234, 1, numPartitions=3).selectExpr(
         "id", "cast(id as string) as s", "cast(id / 2 as double) as d", "id % 2 = 0 as b",
         "cast(if(id % 3 = 0, null, id) as int) as maybe")
-    _write(spark, tablestore_emulator, frame, table, batch_rows="7")
+    proxy = _RecordingProxy(tablestore_emulator.endpoint)
+    try:
+        connection = {"endpoint": proxy.endpoint, "instance": tablestore_emulator.instance,
+                      "access_key_id": tablestore_emulator.access_key_id,
+                      "access_key_secret": tablestore_emulator.access_key_secret}
+        frame.write.format("tablestore").options(**connection, table=table, batch_rows="7").mode("append").save()
+    finally:
+        proxy.close()
+    # each of the 3 tasks (411, 411 and 412 rows, one Arrow batch each) sends ceil(rows / 7) requests of <= 7 rows
+    assert sorted(frame.rdd.glom().map(len).collect()) == [411, 411, 412]
+    assert max(proxy.batches) == 7 and sum(proxy.batches) == 1234
+    assert len(proxy.batches) == 3 * 59 == math.ceil(1234 / 7)
+    assert sorted(proxy.batches)[:3] == [5, 5, 6]  # every other request is full
     got = _values(_rows(client, table))
     assert len(got) == 1234
     assert got[9] == {"s": "9", "d": 4.5, "b": False}  # a null column is absent
