@@ -7,7 +7,7 @@ export PATH := $(BIN):$(PATH)
 AIRFLOW_VERSION ?= 3.3.2
 PROTO_DIR := airflow_tablestore/protocol
 
-.PHONY: test-crash venv test test-compat test-fast demo proto lint bench emulator clean
+.PHONY: test-crash venv test test-compat test-fast demo proto lint bench emulator dist clean
 
 venv: $(VENV)/.installed
 
@@ -20,7 +20,8 @@ $(VENV)/.installed: pyproject.toml
 test: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
-# The compatibility matrix (Python 3.11-3.13, lowest protobuf, lowest Airflow, one-command install): venvs in .venvs/
+# The compatibility matrix (Python 3.11-3.13, lowest protobuf, lowest Airflow, one-command install of the built wheel,
+# the sdist on its own) and the release check (python -m build, twine check): venvs in .venvs/
 test-compat: venv
 	TABLESTORE_COMPAT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/compat
 
@@ -48,6 +49,12 @@ EMULATOR_PORT ?= 8800
 EMULATOR_DATA ?= .emulator-data
 emulator: venv
 	$(BIN)/tablestore-emulator --port $(EMULATOR_PORT) --data-dir $(EMULATOR_DATA)
+
+# The sdist and the wheel in dist/. Earlier build trees go first: setuptools would reuse a stale egg-info's file list.
+dist: venv
+	rm -rf build dist airflow_provider_tablestore.egg-info
+	$(BIN)/python -m build
+	$(BIN)/twine check --strict dist/*
 
 clean:
 	rm -rf $(VENV) .venvs .demo .oracle-venv

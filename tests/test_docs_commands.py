@@ -3,7 +3,7 @@
 The shell blocks are extracted and each command is matched to a check. Safe commands run for real (the emulator
 commands and ``make emulator`` in a temporary directory on a free port, the ``export`` lines, the pytest
 invocations as ``--collect-only``). The rest are checked, not run: ``make test``/``test-compat`` are what CI
-runs, ``make demo``/``lint``/``proto``/``bench`` only expand (``make -n``) here, ``pip install`` lines name the
+runs, ``make demo``/``lint``/``proto``/``bench``/``dist`` only expand (``make -n``) here, ``pip install`` lines name the
 package and existing extras (tests/compat installs ``[airflow,spark]`` for real), and ``spark-submit`` lines
 resolve the application path and parse the job's flags. A command no rule covers fails the test, so a new command
 in the docs must come with a way to check it.
@@ -169,7 +169,7 @@ def check_spark_submit(command: str, tmp_path: Path) -> None:
 RULES: list[tuple[str, Callable[[str, Path], None]]] = [
     (r"^(tablestore-emulator|python -m airflow_tablestore\.emulator) ", check_emulator),
     (r"^make emulator$", check_make_emulator),
-    (r"^make (demo|test|test-fast|test-compat|test-crash|lint|proto|bench)$", check_make_target),
+    (r"^make (demo|test|test-fast|test-compat|test-crash|lint|proto|bench|dist)$", check_make_target),
     (r"^pip install ", check_pip_install),
     (r"^export AIRFLOW_CONN_TABLESTORE_DEFAULT=", check_export_connection),
     (r"^export TABLESTORE_", check_export_consumer),

@@ -1,6 +1,6 @@
 """Operators that steer a replication run: check its parameters, choose its phases, announce its result.
 
-A replication DAG (``dags/tablestore_replication.py`` is the example) consumes one BaseAndStream tunnel with
+A replication DAG (``example_dags/tablestore_replication.py`` is the example) consumes one BaseAndStream tunnel with
 the Spark consumer in two phases, ``full`` (the base data, once) and ``incremental`` (the stream up to the
 run's cutoff, :data:`RUN_CUTOFF`), into a Tablestore table or a Parquet change log:
 

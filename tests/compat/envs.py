@@ -13,7 +13,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,16 +35,18 @@ class EnvSpec:
     extras: str = ""
     test_tools: bool = True
 
-    def stamp(self, interpreter: str) -> str:
+    def stamp(self, interpreter: str, dist: Path | None = None) -> str:
         """What the venv was built from: spec, interpreter, pyproject.toml, and for a non-editable install the
-        package sources too (a copy of them is what the venv runs)."""
+        package sources too (a copy of them is what the venv runs), or the content of the built ``dist``."""
         version = subprocess.run([interpreter, "-c", "import sys; print(sys.version)"], capture_output=True,
                                  text=True, check=True).stdout
         spec = [self.python, version, self.requirements, self.editable, self.extras, self.test_tools,
                 (REPO / "pyproject.toml").read_text()]
-        if not self.editable:
+        if dist is not None:
+            spec.append(dist_digest(dist))
+        elif not self.editable:
             sources = hashlib.sha256()
-            for path in sorted((REPO / "airflow_tablestore").rglob("*")):
+            for path in sorted([*(REPO / "airflow_tablestore").rglob("*"), REPO / "pyspark_tablestore.py"]):
                 if path.is_file() and "__pycache__" not in path.parts:
                     sources.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
             spec.append(sources.hexdigest())
@@ -70,16 +74,19 @@ def find_python(version: str) -> str:
     raise RuntimeError(f"Python {version} not found (pyenv or PATH): install it, e.g. `pyenv install {version}`")
 
 
-def build(spec: EnvSpec) -> Path:
-    """The venv's ``bin`` directory, built (or reused when the stamp matches)."""
+def build(spec: EnvSpec, dist: Path | None = None) -> Path:
+    """The venv's ``bin`` directory, built (or reused when the stamp matches).
+
+    With ``dist`` (a built wheel or sdist, see ``build_dists``) the venv installs that file with the spec's
+    extras instead of the checkout: what a user installing the release gets."""
     root = VENVS / spec.name
     stamp_file = root / ".stamp"
     interpreter = find_python(spec.python)
-    stamp = spec.stamp(interpreter)
+    stamp = spec.stamp(interpreter, dist)
     if stamp_file.exists() and stamp_file.read_text() == stamp:
         return root / "bin"
     shutil.rmtree(root, ignore_errors=True)
-    if not spec.editable:  # a stale setuptools build/ tree would leak deleted modules into the wheel
+    if not spec.editable and dist is None:  # a stale setuptools build/ tree would leak deleted modules into the wheel
         shutil.rmtree(REPO / "build", ignore_errors=True)
     started = time.monotonic()
     subprocess.run([interpreter, "-m", "venv", str(root)], check=True)
@@ -87,8 +94,10 @@ def build(spec: EnvSpec) -> Path:
     upgrade = subprocess.run([*pip, "-U", "pip"], capture_output=True, text=True)
     if upgrade.returncode != 0:
         raise RuntimeError(f"pip self-upgrade in {spec.name} failed:\n{upgrade.stderr[-4000:]}")
-    target = f"{REPO}[{spec.extras}]" if spec.extras else str(REPO)
-    args = [*pip, *(["-e", target] if spec.editable else [target]), *spec.requirements]
+    source = dist if dist is not None else REPO
+    target = f"{source}[{spec.extras}]" if spec.extras else str(source)
+    editable = spec.editable and dist is None
+    args = [*pip, *(["-e", target] if editable else [target]), *spec.requirements]
     if spec.test_tools:
         args += list(TEST_TOOLS)
     result = subprocess.run(args, capture_output=True, text=True)
@@ -115,3 +124,50 @@ def pip_versions(bin_dir: Path, *names: str) -> dict[str, str]:
     out = subprocess.run([str(bin_dir / "python"), "-c", code, *names], capture_output=True, text=True, check=True)
     versions: dict[str, str] = json.loads(out.stdout)
     return versions
+
+
+def dist_digest(path: Path) -> str:
+    """The content of a wheel or sdist (member names and bytes, not the archive's timestamps)."""
+    digest = hashlib.sha256()
+    if path.name.endswith(".whl"):
+        with zipfile.ZipFile(path) as archive:
+            for name in sorted(archive.namelist()):
+                digest.update(name.encode() + b"\0" + archive.read(name))
+    else:
+        with tarfile.open(path) as archive:
+            members = sorted((m for m in archive.getmembers() if m.isfile()), key=lambda m: m.name)
+            for member in members:
+                handle = archive.extractfile(member)
+                assert handle is not None
+                digest.update(member.name.encode() + b"\0" + handle.read())
+    return digest.hexdigest()
+
+
+def source_tree(dest: Path) -> Path:
+    """A copy of the checkout as a clean clone with the working tree's changes would have it: the files git
+    tracks or would track (no venvs, no ``*.egg-info``/``build/`` left by earlier builds, whose stale
+    SOURCES.txt setuptools would otherwise reuse)."""
+    listing = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                             capture_output=True, check=True).stdout.decode()
+    for name in filter(None, listing.split("\0")):
+        path = REPO / name
+        if path.is_file():  # a tracked file deleted in the working tree is not part of it
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dest / name)
+    return dest
+
+
+def build_dists(out_dir: Path) -> tuple[Path, Path]:
+    """``python -m build`` of a clean copy of the checkout: ``(sdist, wheel)`` in ``out_dir``.
+
+    ``build`` makes the sdist, then the wheel from the unpacked sdist, so the wheel also proves the sdist
+    is complete."""
+    src = source_tree(out_dir / "src")
+    dist_dir = out_dir / "dist"
+    result = subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist_dir), str(src)],
+                            capture_output=True, text=True, timeout=900)
+    if result.returncode != 0:
+        raise RuntimeError(f"python -m build failed:\n{result.stdout[-4000:]}{result.stderr[-4000:]}")
+    (sdist,) = dist_dir.glob("*.tar.gz")
+    (wheel,) = dist_dir.glob("*.whl")
+    return sdist, wheel

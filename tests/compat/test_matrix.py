@@ -5,24 +5,38 @@
 - the Airflow layer on the lowest supported Airflow, 3.2.0 (hooks, operators, sensor poke and deferred path with
   the real trigger, provider discovery and connection form, ``airflow dags test`` of a small DAG); the main
   suite covers the newest, 3.3.2;
-- one install command: ``pip install "airflow-provider-tablestore[airflow,spark]"`` from the checkout into an
-  empty venv gives one PySpark version everywhere, ``spark-submit`` of the consumer replicates a table, and a
-  user's job reads it with ``spark.read.format("tablestore")`` and no registration line.
+- the release: ``python -m build`` makes an sdist and a wheel that ``twine check`` passes, with LICENSE, NOTICE,
+  the changelog and the docs where they belong and one version everywhere;
+- one install command: ``pip install "airflow-provider-tablestore[airflow,spark]"`` of the built wheel into an
+  empty venv gives one PySpark version everywhere, and what an installed user runs works: the
+  ``tablestore-emulator`` command, the pytest plugin, ``airflow providers get`` (provider info valid against the
+  installed Airflow's schema), ``spark-submit`` of the consumer replicating a table, and a user's job reading it
+  with ``spark.read.format("tablestore")`` and no registration line;
+- the sdist installs on its own (pip builds it) and its emulator command runs.
 """
 
 from __future__ import annotations
 
+import email.message
+import email.parser
+import email.policy
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import tarfile
 import textwrap
+import time
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from .envs import EnvSpec, build, pip_versions, run_pytest
+import airflow_tablestore
+
+from .envs import EnvSpec, build, build_dists, pip_versions, run_pytest
 
 # Each test builds a venv (minutes on a cold pip cache) and runs a suite inside it: more than the 600 s default.
 pytestmark = pytest.mark.timeout(3600)
@@ -43,6 +57,8 @@ LOWEST_AIRFLOW = EnvSpec("airflow-3.2.0", "3.11", ("apache-airflow==3.2.0", "fas
                          extras="airflow")
 USER_INSTALL = EnvSpec("user-install-airflow-spark", "3.11", (), editable=False, extras="airflow,spark",
                        test_tools=False)
+SDIST_INSTALL = EnvSpec("user-install-sdist", "3.11", (), editable=False, test_tools=False)
+PACKAGE = "airflow-provider-tablestore"
 
 
 def _passed(result: subprocess.CompletedProcess[str]) -> str:
@@ -73,6 +89,182 @@ def test_lowest_airflow() -> None:
     print(f"[compat] Airflow {versions['apache-airflow']} (task SDK {versions['apache-airflow-task-sdk']}): {summary}")
 
 
+@pytest.fixture(scope="module")
+def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """``(sdist, wheel)`` built by ``python -m build`` from a clean copy of the checkout."""
+    started = time.monotonic()
+    sdist, wheel = build_dists(tmp_path_factory.mktemp("release"))
+    print(f"[compat] python -m build: {sdist.name}, {wheel.name} in {time.monotonic() - started:.0f}s", flush=True)
+    return sdist, wheel
+
+
+def _metadata(text: str) -> email.message.Message:
+    return email.parser.Parser(policy=email.policy.compat32).parsestr(text)
+
+
+def test_release_artifacts(dists: tuple[Path, Path]) -> None:
+    """twine check passes on both; LICENSE, NOTICE, the changelog and the docs are where a user finds them; the
+    version of the built metadata is the package's ``__version__``."""
+    sdist, wheel = dists
+    repo = Path(__file__).resolve().parents[2]
+    check = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)],
+                           capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0 and check.stdout.count("PASSED") == 2, check.stdout + check.stderr
+    version = airflow_tablestore.__version__
+
+    with zipfile.ZipFile(wheel) as archive:
+        info = f"airflow_provider_tablestore-{version}.dist-info"
+        names = set(archive.namelist())
+        meta = _metadata(archive.read(f"{info}/METADATA").decode())
+        for name in ("LICENSE", "NOTICE"):
+            assert archive.read(f"{info}/licenses/{name}") == (repo / name).read_bytes(), name
+    assert wheel.name == f"airflow_provider_tablestore-{version}-py3-none-any.whl"
+    assert {"pyspark_tablestore.py", "airflow_tablestore/py.typed", "airflow_tablestore/protocol/ots_table.proto",
+            "airflow_tablestore/spark/log4j2.properties"} <= names
+    assert meta["Version"] == version and meta["Name"] == PACKAGE
+    assert meta["License-Expression"] == "Apache-2.0"
+    assert sorted(meta.get_all("License-File") or []) == ["LICENSE", "NOTICE"]
+    assert meta.get_all("Project-URL") is None  # no address that does not exist
+    description = str(meta.get_payload())  # README, then CHANGELOG
+    assert description.startswith("# airflow-tablestore") and f"\n## {version} — " in description
+
+    with tarfile.open(sdist) as archive:
+        top = f"airflow_provider_tablestore-{version}"
+        files = {m.name.removeprefix(top + "/") for m in archive.getmembers() if m.isfile()}
+        pkg_info = _metadata(archive.extractfile(f"{top}/PKG-INFO").read().decode())  # type: ignore[union-attr]
+        for name in ("LICENSE", "NOTICE", "CHANGELOG.md"):
+            assert archive.extractfile(f"{top}/{name}").read() == (repo / name).read_bytes(), name  # type: ignore[union-attr]
+    docs = {f"docs/{path.name}" for path in (repo / "docs").glob("*.md")}
+    assert {"README.md", "BENCHMARKS.md", "pyproject.toml", "pyspark_tablestore.py"} | docs <= files, docs - files
+    assert not [name for name in files if name.startswith("tests/")]  # the suite needs the repository
+    assert pkg_info["Version"] == version
+    print(f"[compat] release {version}: twine check passed on {sdist.name} and {wheel.name}; LICENSE, NOTICE in "
+          f"both, CHANGELOG and {len(docs)} docs in the sdist")
+
+
+def test_sdist_installs_on_its_own(dists: tuple[Path, Path]) -> None:
+    """pip builds the sdist (no wheel given) in an empty venv: the package imports and the emulator command runs."""
+    sdist, _ = dists
+    bin_dir = build(SDIST_INSTALL, sdist)
+    env = {"PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(Path.home())}
+    probe = subprocess.run(
+        [str(bin_dir / "python"), "-c",
+         "import importlib.metadata as m, importlib.util as u, json, airflow_tablestore; "
+         "assert u.find_spec('pyspark_tablestore'); "  # importing it needs the spark extra
+         f"print(json.dumps([m.version({PACKAGE!r}), airflow_tablestore.__version__, "
+         "json.loads(m.distribution('airflow-provider-tablestore').read_text('direct_url.json'))['url']]))"],
+        capture_output=True, text=True, env=env, cwd="/", timeout=120)
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    installed, module_version, url = json.loads(probe.stdout)
+    assert installed == module_version == airflow_tablestore.__version__ and url.endswith(sdist.name), probe.stdout
+    helped = subprocess.run([str(bin_dir / "tablestore-emulator"), "--help"], capture_output=True, text=True,
+                            env=env, cwd="/", timeout=120)
+    assert helped.returncode == 0 and "--data-dir" in helped.stdout, helped.stdout + helped.stderr
+    print(f"[compat] sdist {sdist.name}: installed by pip on its own, imports, tablestore-emulator --help runs")
+
+
+SIGNED_REQUEST = textwrap.dedent('''
+    import json, sys
+    from airflow_tablestore.client import TableClient
+    from airflow_tablestore.client.errors import AuthError
+    endpoint, instance = sys.argv[1:]
+    with TableClient(endpoint, "emulator-access-key-id", "emulator-access-key-secret", instance) as client:
+        tables = client.list_tables()
+    try:
+        with TableClient(endpoint, "emulator-access-key-id", "not-the-secret", instance) as client:
+            client.list_tables()
+        refused = None
+    except AuthError as exc:
+        refused = exc.code
+    print(json.dumps({"tables": list(tables), "refused": refused}))
+''')
+
+
+def _check_emulator_command(bin_dir: Path, env: dict[str, str], tmp_path: Path) -> str:
+    """``tablestore-emulator`` as README shows it: its ready line, a signed request served, a forged one refused,
+    a clean stop on SIGTERM."""
+    data_dir = tmp_path / "emulator-data"
+    proc = subprocess.Popen([str(bin_dir / "tablestore-emulator"), "--port", "0", "--data-dir", str(data_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
+    output: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            output.append(line)
+            if "listening on" in line:
+                break
+        match = re.search(r"listening on (http://127\.0\.0\.1:\d+) instance=(\S+)", "".join(output))
+        assert match, "".join(output)[-3000:]
+        request = subprocess.run([str(bin_dir / "python"), "-c", SIGNED_REQUEST, *match.groups()],
+                                 capture_output=True, text=True, env=env, cwd="/", timeout=120)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        returncode = proc.wait(30)
+    assert request.returncode == 0, request.stderr[-3000:]
+    assert json.loads(request.stdout) == {"tables": [], "refused": "OTSAuthFailed"}, request.stdout
+    assert returncode == 0 and (data_dir / "emulator.sqlite3").exists(), (returncode, "".join(output)[-3000:])
+    return match.group(1)
+
+
+PLUGIN_TEST = textwrap.dedent('''
+    import sys
+    from pathlib import Path
+
+    import airflow_tablestore
+    from airflow_tablestore.client.model import PrimaryKeyColumn, PrimaryKeyType, TableSchema
+
+
+    def test_round_trip_on_the_plugin_emulator(tablestore_client):
+        assert Path(airflow_tablestore.__file__).is_relative_to(sys.prefix)  # the installed wheel
+        tablestore_client.create_table(TableSchema("orders", (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),)))
+        tablestore_client.put_row("orders", [("id", 1)], {"status": "new"})
+        assert tablestore_client.list_tables() == ["orders"]
+        assert tablestore_client.get_row("orders", [("id", 1)]) is not None
+''')
+
+
+def _check_pytest_plugin(bin_dir: Path, env: dict[str, str], tmp_path: Path) -> str:
+    """A user's test file, no conftest: the ``tablestore_client`` fixture comes from the installed plugin."""
+    tests = tmp_path / "user_tests"
+    tests.mkdir()
+    (tests / "test_with_emulator.py").write_text(PLUGIN_TEST)
+    result = subprocess.run([str(bin_dir / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
+                             str(tests), str(tests)], capture_output=True, text=True, env=env, cwd=tests, timeout=300)
+    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    assert result.returncode == 0 and re.fullmatch(r"1 passed in .*", summary), result.stdout[-4000:] + result.stderr
+    return summary
+
+
+VALIDATE_PROVIDER_INFO = textwrap.dedent('''
+    import importlib.metadata, importlib.util, json, sys
+    from pathlib import Path
+    import jsonschema
+    spec = importlib.util.find_spec("airflow")
+    schema = json.loads((Path(spec.origin).parent / "provider_info.schema.json").read_text())
+    (listed,) = json.loads(sys.stdin.read())
+    jsonschema.validate(listed, schema)  # what `airflow providers get --full` shows
+    (entry,) = [e for e in importlib.metadata.entry_points(group="apache_airflow_provider")
+                if e.value.startswith("airflow_tablestore.")]
+    jsonschema.validate(entry.load()(), schema)  # what the entry point returns
+    print(json.dumps({"package": listed["package-name"], "versions": listed["versions"],
+                      "documentation-url": listed.get("documentation-url")}))
+''')
+
+
+def _check_airflow_providers_get(bin_dir: Path, env: dict[str, str], tmp_path: Path) -> None:
+    """``airflow providers get`` finds the provider; its info is valid against the installed Airflow's schema."""
+    airflow_env = dict(env, AIRFLOW_HOME=str(tmp_path / "airflow_home"))
+    shown = subprocess.run([str(bin_dir / "airflow"), "providers", "get", PACKAGE, "-o", "json", "--full"],
+                           capture_output=True, text=True, env=airflow_env, cwd=tmp_path, timeout=300)
+    assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
+    listing = next(line for line in reversed(shown.stdout.splitlines()) if line.startswith("["))
+    checked = subprocess.run([str(bin_dir / "python"), "-c", VALIDATE_PROVIDER_INFO], input=listing,
+                             capture_output=True, text=True, env=airflow_env, cwd=tmp_path, timeout=300)
+    assert checked.returncode == 0, checked.stderr[-3000:]
+    assert json.loads(checked.stdout) == {"package": PACKAGE, "versions": [airflow_tablestore.__version__],
+                                          "documentation-url": None}, checked.stdout
+
+
 REPLICATE = textwrap.dedent('''
     import json, os, subprocess, sys, tempfile
     from pathlib import Path
@@ -99,10 +291,10 @@ REPLICATE = textwrap.dedent('''
                              env=env, capture_output=True, text=True, timeout=600)
         # A user's job: format("tablestore") with no registration line (Spark finds pyspark_tablestore)
         job = out / "read_job.py"
-        job.write_text("from pyspark.sql import SparkSession\n"
-                       "spark = SparkSession.builder.getOrCreate()\n"
-                       "n = spark.read.format('tablestore').option('table', 'src').load().count()\n"
-                       "print(f'READ_ROWS {n}')\n")
+        job.write_text("from pyspark.sql import SparkSession\\n"
+                       "spark = SparkSession.builder.getOrCreate()\\n"
+                       "n = spark.read.format('tablestore').option('table', 'src').load().count()\\n"
+                       "print(f'READ_ROWS {n}')\\n")
         read = subprocess.run(["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false",
                                str(job)], env=env, capture_output=True, text=True, timeout=600)
     rows = sum(pq.read_table(f).num_rows for f in out.rglob("*.parquet"))
@@ -113,8 +305,10 @@ REPLICATE = textwrap.dedent('''
 ''')
 
 
-def test_one_install_command_gives_a_consistent_spark_environment() -> None:
-    bin_dir = build(USER_INSTALL)
+def test_one_install_command_gives_a_consistent_spark_environment(dists: tuple[Path, Path], tmp_path: Path) -> None:
+    """The built wheel with the documented extras, in an empty venv, and what its user runs."""
+    _, wheel = dists
+    bin_dir = build(USER_INSTALL, wheel)
     check = subprocess.run([str(bin_dir / "python"), "-m", "pip", "check"], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     versions = pip_versions(bin_dir, "pyspark", "pyspark-client", "pandas", "apache-airflow")
@@ -127,12 +321,30 @@ def test_one_install_command_gives_a_consistent_spark_environment() -> None:
                               "print(u.find_spec('airflow_tablestore.demo'), u.find_spec('demo'))"],
                              capture_output=True, text=True, check=True, cwd="/").stdout.split()
     assert shipped == ["None", "None"], shipped
+    # the venv runs the wheel (not the checkout), at the package's version
+    origin = subprocess.run(
+        [str(bin_dir / "python"), "-c", "import importlib.metadata as m, json, airflow_tablestore; "
+         f"d = m.distribution({PACKAGE!r}); print(json.dumps([d.version, airflow_tablestore.__file__, "
+         "json.loads(d.read_text('direct_url.json'))['url']]))"],
+        capture_output=True, text=True, check=True, cwd="/").stdout
+    installed, module_file, url = json.loads(origin)
+    assert installed == airflow_tablestore.__version__ and url.endswith(wheel.name), origin
+    assert Path(module_file).is_relative_to(bin_dir.parent), origin
+    # pytest for the plugin check, after the one install command and its `pip check` (the user's own test tool)
+    pytest_install = subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q",
+                                     "--disable-pip-version-check", "pytest>=8"], capture_output=True, text=True)
+    assert pytest_install.returncode == 0, pytest_install.stderr[-3000:]
 
     # What a user's shell with the venv activated finds: the venv's bin first, then the system (and Java).
     env = {"PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(Path.home())}
     if os.environ.get("JAVA_HOME"):
         env["JAVA_HOME"] = os.environ["JAVA_HOME"]
         env["PATH"] += f":{os.environ['JAVA_HOME']}/bin"
+    endpoint = _check_emulator_command(bin_dir, env, tmp_path)
+    plugin = _check_pytest_plugin(bin_dir, env, tmp_path)
+    _check_airflow_providers_get(bin_dir, env, tmp_path)
+    print(f"[compat] wheel {wheel.name}: tablestore-emulator served signed requests on {endpoint}; pytest plugin: "
+          f"{plugin}; `airflow providers get {PACKAGE}` valid against Airflow's provider_info.schema.json")
     result = subprocess.run([str(bin_dir / "python"), "-c", REPLICATE], capture_output=True, text=True,
                             timeout=900, env=env, cwd="/")
     assert result.returncode == 0, result.stderr[-4000:]

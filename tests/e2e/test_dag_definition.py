@@ -170,3 +170,46 @@ def test_branches_name_the_dags_tasks(dag_module: ModuleType) -> None:
     assert {choose_sink.tablestore_sink_task_id, choose_sink.parquet_sink_task_id} == choose_sink.downstream_task_ids
     assert dag.get_task("rebuild_prepare").plan_task_id == plan.task_id
     assert dag.get_task("announce").phase_task_ids == ["full_phase", "incremental_phase"]
+
+
+def test_factory_takes_the_parameters_defaults() -> None:
+    """``replication_dag(...)``: the same DAG under another id, its parameters' defaults replaced and checked."""
+    from airflow.sdk.exceptions import ParamValidationError
+
+    from airflow_tablestore.example_dags.tablestore_replication import dag as packaged
+    from airflow_tablestore.example_dags.tablestore_replication import replication_dag
+
+    dag = replication_dag("orders_replication", source_table="orders", sink_type="parquet", parquet_path="/data/o")
+    assert dag.dag_id == "orders_replication" and dag.schedule == packaged.schedule
+    assert (dag.params["source_table"], dag.params["sink_type"], dag.params["parquet_path"]) == (
+        "orders", "parquet", "/data/o")
+    assert packaged.params["source_table"] == "source_table"  # each DAG has Param objects of its own
+    assert {t.task_id: t.downstream_task_ids for t in dag.tasks} == {
+        t.task_id: t.downstream_task_ids for t in packaged.tasks}
+    args = dag.get_task("rebuild_interval").application_args
+    assert "dag_id='orders_replication'" in args[args.index("--tunnel") + 1]  # its own XComs
+    with pytest.raises(TypeError, match="source_tabel"):
+        replication_dag(source_tabel="orders")
+    with pytest.raises(ParamValidationError, match="records_per_channel"):
+        replication_dag(records_per_channel=0)
+
+
+def test_dags_folder_lines_enable_the_packaged_dags(tmp_path: Path) -> None:
+    """The repository's ``dags/`` files are the documented lines a user adds; next to a DAG a user builds with
+    the factory, the DAG processor (safe mode) finds each DAG once, in the file that binds it."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    for name, doc in (("tablestore_replication", "airflow.md"), ("tablestore_spark_job", "spark.md")):
+        line = f"from airflow_tablestore.example_dags.{name} import dag  # noqa: F401"
+        assert line in (ROOT / "dags" / f"{name}.py").read_text().splitlines()
+        assert line in (ROOT / "docs" / doc).read_text()
+        (tmp_path / f"{name}.py").write_text((ROOT / "dags" / f"{name}.py").read_text())
+    (tmp_path / "orders.py").write_text(
+        "from airflow_tablestore.example_dags.tablestore_replication import replication_dag\n\n"
+        "dag = replication_dag('orders_replication', source_table='orders')\n")
+    bag = DagBag(dag_folder=tmp_path, safe_mode=True)
+    assert not bag.import_errors
+    assert {dag_id: Path(dag.fileloc).name for dag_id, dag in bag.dags.items()} == {
+        "tablestore_replication": "tablestore_replication.py", "tablestore_spark_job": "tablestore_spark_job.py",
+        "orders_replication": "orders.py"}
+    assert bag.dags["orders_replication"].params["source_table"] == "orders"

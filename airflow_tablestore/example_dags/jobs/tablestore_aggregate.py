@@ -2,8 +2,9 @@
 
 Submitted by the ``tablestore_spark_job`` example DAG through ``TablestoreSparkSubmitOperator``, which adds
 ``--credentials-file`` (the Airflow connection, in a private file) and ``--summary-file`` (this job's result,
-the task's XCom). Run it by hand the same way:
-``spark-submit dags/jobs/tablestore_aggregate.py --source-table orders --result-table order_totals
+the task's XCom). Run it by hand the same way (``python -c "from airflow_tablestore.example_dags.jobs import
+job_path; print(job_path('tablestore_aggregate'))"`` prints its path):
+``spark-submit .../example_dags/jobs/tablestore_aggregate.py --source-table orders --result-table order_totals
 --credentials-file creds.json``.
 """
 
