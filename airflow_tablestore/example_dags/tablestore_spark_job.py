@@ -34,6 +34,9 @@ with DAG(
     },
     tags=["tablestore", "spark", "example"],
     doc_md=__doc__,
+    # Not auto-registered (like the replication DAG): it counts only in a file that binds it at its top level, as
+    # the one line does, not in every dags file that imports something else from this module.
+    auto_register=False,
 ) as dag:
     create_result_table = TablestoreCreateTableOperator(
         task_id="create_result_table",

@@ -10,8 +10,9 @@
 - one install command: ``pip install "airflow-provider-tablestore[airflow,spark]"`` of the built wheel into an
   empty venv gives one PySpark version everywhere, and what an installed user runs works: the
   ``tablestore-emulator`` command, the pytest plugin, ``airflow providers get`` (provider info valid against the
-  installed Airflow's schema), ``spark-submit`` of the consumer replicating a table, and a user's job reading it
-  with ``spark.read.format("tablestore")`` and no registration line;
+  installed Airflow's schema), the documented one-line enabling of the packaged DAGs parsed as Airflow parses a
+  dags folder, ``spark-submit`` of the consumer replicating a table, and a user's job reading it with
+  ``spark.read.format("tablestore")`` and no registration line;
 - the sdist installs on its own (pip builds it) and its emulator command runs.
 """
 
@@ -104,7 +105,8 @@ def _metadata(text: str) -> email.message.Message:
 
 def test_release_artifacts(dists: tuple[Path, Path]) -> None:
     """twine check passes on both; LICENSE, NOTICE, the changelog and the docs are where a user finds them; the
-    version of the built metadata is the package's ``__version__``."""
+    wheel has the example DAGs, their jobs and the Spark consumer; the version of the built metadata is the
+    package's ``__version__``."""
     sdist, wheel = dists
     repo = Path(__file__).resolve().parents[2]
     check = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)],
@@ -121,6 +123,12 @@ def test_release_artifacts(dists: tuple[Path, Path]) -> None:
     assert wheel.name == f"airflow_provider_tablestore-{version}-py3-none-any.whl"
     assert {"pyspark_tablestore.py", "airflow_tablestore/py.typed", "airflow_tablestore/protocol/ots_table.proto",
             "airflow_tablestore/spark/log4j2.properties"} <= names
+    # what the dags-folder lines and the DAGs' spark-submit tasks load from the installed package
+    shipped = {"airflow_tablestore/example_dags/tablestore_replication.py",
+               "airflow_tablestore/example_dags/tablestore_spark_job.py",
+               "airflow_tablestore/example_dags/jobs/tablestore_aggregate.py", "airflow_tablestore/spark/consumer.py",
+               "airflow_tablestore/spark/application/tablestore_consumer.py", "pyspark_tablestore.py"}
+    assert shipped <= names, sorted(shipped - names)
     assert meta["Version"] == version and meta["Name"] == PACKAGE
     assert meta["License-Expression"] == "Apache-2.0"
     assert sorted(meta.get_all("License-File") or []) == ["LICENSE", "NOTICE"]
@@ -265,6 +273,43 @@ def _check_airflow_providers_get(bin_dir: Path, env: dict[str, str], tmp_path: P
                                           "documentation-url": None}, checked.stdout
 
 
+PARSE_DAGS_FOLDER = textwrap.dedent('''
+    import json, os
+    from pathlib import Path
+    from airflow.dag_processing.dagbag import DagBag
+    import airflow_tablestore.example_dags as example_dags
+    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    bag = DagBag(dag_folder=folder, safe_mode=True, bundle_path=folder)  # as the DAG processor parses a bundle
+    print(json.dumps({"errors": {str(k): str(v) for k, v in bag.import_errors.items()},
+                      "dags": {i: [d.fileloc, d.relative_fileloc] for i, d in bag.dags.items()},
+                      "module": example_dags.__file__}))
+''')
+
+
+def _check_dags_folder_lines(bin_dir: Path, env: dict[str, str], tmp_path: Path) -> list[str]:
+    """The documented one-line enabling of each packaged DAG, in a dags folder of the user's, parsed as Airflow
+    parses it (safe mode, no examples): both DAGs found in those files, from the installed wheel."""
+    repo = Path(__file__).resolve().parents[2]
+    folder = tmp_path / "user_dags"
+    folder.mkdir()
+    expected = {}
+    for name, doc in (("tablestore_replication", "airflow.md"), ("tablestore_spark_job", "spark.md")):
+        line = f"from airflow_tablestore.example_dags.{name} import dag  # noqa: F401"
+        assert line in (repo / "docs" / doc).read_text() and line in (repo / "dags" / f"{name}.py").read_text()
+        (folder / f"enable_{name}.py").write_text(line + "\n")
+        expected[name] = [str(folder / f"enable_{name}.py"), f"enable_{name}.py"]
+    airflow_env = dict(env, AIRFLOW_HOME=str(tmp_path / "airflow_home_dags"), AIRFLOW__CORE__LOAD_EXAMPLES="False",
+                       AIRFLOW__CORE__DAGS_FOLDER=str(folder))
+    parsed = subprocess.run([str(bin_dir / "python"), "-c", PARSE_DAGS_FOLDER], capture_output=True, text=True,
+                            env=airflow_env, cwd=tmp_path, timeout=300)
+    assert parsed.returncode == 0, parsed.stdout[-3000:] + parsed.stderr[-3000:]
+    report = json.loads(parsed.stdout.strip().splitlines()[-1])
+    assert report["errors"] == {}, report["errors"]
+    assert report["dags"] == expected, report["dags"]
+    assert Path(report["module"]).is_relative_to(bin_dir.parent), report["module"]  # the wheel, not the checkout
+    return sorted(report["dags"])
+
+
 REPLICATE = textwrap.dedent('''
     import json, os, subprocess, sys, tempfile
     from pathlib import Path
@@ -343,8 +388,10 @@ def test_one_install_command_gives_a_consistent_spark_environment(dists: tuple[P
     endpoint = _check_emulator_command(bin_dir, env, tmp_path)
     plugin = _check_pytest_plugin(bin_dir, env, tmp_path)
     _check_airflow_providers_get(bin_dir, env, tmp_path)
+    dag_ids = _check_dags_folder_lines(bin_dir, env, tmp_path)
     print(f"[compat] wheel {wheel.name}: tablestore-emulator served signed requests on {endpoint}; pytest plugin: "
-          f"{plugin}; `airflow providers get {PACKAGE}` valid against Airflow's provider_info.schema.json")
+          f"{plugin}; `airflow providers get {PACKAGE}` valid against Airflow's provider_info.schema.json; the "
+          f"documented dags-folder lines parsed in safe mode: {', '.join(dag_ids)}")
     result = subprocess.run([str(bin_dir / "python"), "-c", REPLICATE], capture_output=True, text=True,
                             timeout=900, env=env, cwd="/")
     assert result.returncode == 0, result.stderr[-4000:]

@@ -194,7 +194,7 @@ def test_factory_takes_the_parameters_defaults() -> None:
         replication_dag(records_per_channel=0)
 
 
-def test_dags_folder_lines_enable_the_packaged_dags(tmp_path: Path) -> None:
+def test_dags_folder_lines_enable_the_packaged_dags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The repository's ``dags/`` files are the documented lines a user adds; next to a DAG a user builds with
     the factory, the DAG processor (safe mode) finds each DAG once, in the file that binds it."""
     from airflow.dag_processing.dagbag import DagBag
@@ -204,12 +204,21 @@ def test_dags_folder_lines_enable_the_packaged_dags(tmp_path: Path) -> None:
         assert line in (ROOT / "dags" / f"{name}.py").read_text().splitlines()
         assert line in (ROOT / "docs" / doc).read_text()
         (tmp_path / f"{name}.py").write_text((ROOT / "dags" / f"{name}.py").read_text())
-    (tmp_path / "orders.py").write_text(
-        "from airflow_tablestore.example_dags.tablestore_replication import replication_dag\n\n"
+    (tmp_path / "orders.py").write_text(  # it also imports a name from the Spark job DAG's module
+        "from airflow_tablestore.example_dags.tablestore_replication import replication_dag\n"
+        "from airflow_tablestore.example_dags.tablestore_spark_job import JOB  # noqa: F401\n\n"
         "dag = replication_dag('orders_replication', source_table='orders')\n")
-    bag = DagBag(dag_folder=tmp_path, safe_mode=True)
+    # The DAG processor parses each file in a process of its own: orders.py, parsed first with fresh imports of the
+    # example modules, gets only its own DAG (the packaged ones are not auto-registered in an importing file).
+    for module in [name for name in sys.modules if name.startswith("airflow_tablestore.example_dags.")]:
+        monkeypatch.delitem(sys.modules, module)
+    alone = DagBag(dag_folder=tmp_path / "orders.py", safe_mode=True, bundle_path=tmp_path)
+    assert not alone.import_errors and set(alone.dags) == {"orders_replication"}, alone.dags
+    bag = DagBag(dag_folder=tmp_path, safe_mode=True, bundle_path=tmp_path)
     assert not bag.import_errors
-    assert {dag_id: Path(dag.fileloc).name for dag_id, dag in bag.dags.items()} == {
-        "tablestore_replication": "tablestore_replication.py", "tablestore_spark_job": "tablestore_spark_job.py",
-        "orders_replication": "orders.py"}
+    expected = {"tablestore_replication": "tablestore_replication.py",
+                "tablestore_spark_job": "tablestore_spark_job.py", "orders_replication": "orders.py"}
+    assert {dag_id: Path(dag.fileloc) for dag_id, dag in bag.dags.items()} == {
+        dag_id: tmp_path / name for dag_id, name in expected.items()}
+    assert {dag_id: dag.relative_fileloc for dag_id, dag in bag.dags.items()} == expected
     assert bag.dags["orders_replication"].params["source_table"] == "orders"
