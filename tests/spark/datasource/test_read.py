@@ -315,6 +315,89 @@ def test_pushdown_gives_the_rows_of_pushdown_off_for_every_operator(spark: Any, 
     assert len(_read(spark, connection, typed).where("id = 7").collect()) == 2
 
 
+VERSIONED_PUSHDOWN = "ds_read_versions_pushdown"
+# cells as (timestamp, value); the reads below use the time range [2000, 4000): 2000 is in it, 4000 is not
+VERSIONED_ROWS: list[tuple[tuple[int, str], dict[str, list[tuple[int, Any]]]]] = [
+    # in the range: i=5, d=2.5, s='b', f=true; newest overall: i=6, d=-1.0, s='c', f=false
+    ((1, "a"), {"i": [(1000, 1), (3000, 5), (4500, 6)], "d": [(2500, 2.5), (5000, -1.0)],
+                "s": [(3000, "b"), (4500, "c")], "f": [(2000, True), (4200, False)], "h": [(2500, 10), (3500, 11)]}),
+    # in the range: i=6, d=7.0, s='c', f=false; newest overall: i=5, d=7.0, s='b', f=true (at 4000, the end)
+    ((2, "b"), {"i": [(2500, 6), (4500, 5)], "d": [(1000, 2.5), (3500, 7.0)], "s": [(2000, "c"), (4100, "b")],
+                "f": [(3000, False), (4000, True)], "h": [(1000, 20)]}),
+    # every cell in the range of another type, those of the column's type outside it
+    ((3, "c"), {"i": [(3000, "wrong"), (5000, 5)], "d": [(2500, 7), (4500, 2.5)],
+                "s": [(2500, b"bytes"), (4500, "b")], "f": [(3000, 1), (4500, True)], "h": [(3000, "x")]}),
+    # an older version of the column's type, the newest in the range of another; d only after, f never
+    ((4, "d"), {"i": [(2200, 5), (3300, "x")], "d": [(4500, 2.5)], "s": [(2100, "b")], "h": [(2100, 40)]}),
+    ((5, "e"), {"i": [(5000, 5)], "s": [(1000, "b")]}),  # nothing in the range
+    ((6, "f"), {"other": [(3000, "not in the schema")], "i": [(4500, 5)]}),  # in the range: a column not read
+    ((7, "a"), {"i": [(3000, 5)], "d": [(3000, -1e300)], "s": [(3000, "b")], "f": [(3000, True)]}),
+    ((7, "b"), {"i": [(2000, 6), (4000, 5)], "d": [(2000, 2.5), (3900, 3.5)], "s": [(1999, "b"), (2000, "")],
+                "f": [(1999, True), (2000, False)], "h": [(2000, 70), (2500, 71), (3000, 72), (3500, 73)]}),
+    ((8, "c"), {"s": [(2500, "b"), (3500, "c")]}),  # only s, in the range
+    ((9, "z"), {"i": [(1000, 5)], "d": [(3000, 2.5)]}),
+]
+
+VERSIONED_PREDICATES = [
+    "id = 7", "id <> 7", "id < 3", "id >= 7", "id IN (1, 3, 7, 42)", "id IS NULL", "id IS NOT NULL",
+    "id = 7 AND k >= 'b'",
+]
+SCALAR_PREDICATES = VERSIONED_PREDICATES + [
+    "i = 5", "i <> 5", "i < 6", "i >= 5", "i IN (5, 6)", "i IS NULL", "i IS NOT NULL",
+    "d = 2.5", "d <> 2.5", "d < 3.0", "d >= 2.5", "d IN (2.5, 7.0)", "d IS NULL", "d IS NOT NULL",
+    "s = 'b'", "s <> 'b'", "s < 'c'", "s >= 'b'", "s IN ('b', '')", "s IS NULL", "s IS NOT NULL",
+    "f = true", "f <> true", "f IN (false)", "f IS NULL", "f IS NOT NULL",
+    "s = 'b' AND i = 5", "id IN (1, 2, 3, 7) AND f = false AND d IS NOT NULL",
+]
+
+
+def test_pushdown_gives_the_rows_of_pushdown_off_with_a_time_range_and_versions(
+        spark: Any, connection: dict[str, str], client: TableClient) -> None:
+    table = VERSIONED_PUSHDOWN
+    client.create_table(TableSchema(table, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),
+                                            PrimaryKeyColumn("k", PrimaryKeyType.STRING)),
+                                    defined_columns=(DefinedColumn("i", ColumnType.INTEGER),
+                                                     DefinedColumn("d", ColumnType.DOUBLE),
+                                                     DefinedColumn("s", ColumnType.STRING),
+                                                     DefinedColumn("f", ColumnType.BOOLEAN)),
+                                    options=TableOptions(max_versions=5, max_time_deviation=MAX_TIME_DEVIATION)))
+    for (id_, k), cells in VERSIONED_ROWS:
+        client.put_row(table, [("id", id_), ("k", k)], [(name, value, ts) for name, versions in cells.items()
+                                                        for ts, value in versions])
+    in_range = {"time_range_start": 2000, "time_range_end": 4000}
+    mixed = ("id long, k string, i long, d double, s string, f boolean, "
+             "h array<struct<timestamp: long, value: long>>")
+    reads: list[tuple[dict[str, Any], list[str]]] = [
+        (in_range, SCALAR_PREDICATES),  # the default schema: the newest version in the range
+        ({**in_range, "schema": mixed, "max_versions": 3}, SCALAR_PREDICATES),  # scalars next to a versioned column
+        ({**in_range, "schema": "id long, k string, i long, d double, s string, f boolean", "max_versions": 3},
+         ["id IN (1, 3, 7, 42)", "i = 5", "i <> 5", "d < 3.0", "s >= 'b'", "f = true", "f IS NULL", "s IS NOT NULL"]),
+        ({**in_range, "max_versions": 3}, VERSIONED_PREDICATES + ["i IS NULL", "f IS NOT NULL"]),  # all versioned
+        ({"max_versions": 3}, ["id = 7", "id >= 7", "id IN (1, 3, 7, 42)", "d IS NULL"]),
+    ]
+    # the data is what the test is about: the newest version in the range is not the newest overall
+    first = {r["id"]: r for r in _read(spark, connection, table, **in_range).where("k = 'a'").collect()}
+    assert (first[1]["i"], first[1]["d"], first[1]["s"], first[1]["f"]) == (5, 2.5, "b", True)
+    newest = {r["id"]: r for r in _read(spark, connection, table).where("k = 'a'").collect()}
+    assert (newest[1]["i"], newest[1]["d"], newest[1]["s"], newest[1]["f"]) == (6, -1.0, "c", False)
+    mismatches = []
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        for options, predicates in reads:
+            for predicate in predicates:
+                on = _rows(_read(spark, connection, table, **options).where(predicate))
+                off = _rows(_read(spark, connection, table, pushdown="false", **options).where(predicate))
+                if not _same(on, off):
+                    mismatches.append((options, predicate, on, off))
+        assert sorted(r[0] for r in _rows(_read(spark, connection, table, **in_range).where("i = 5"))) == [1, 7]
+        assert sorted(r[0] for r in _rows(_read(spark, connection, table, **in_range).where("s = 'b'"))) == [1, 4, 7]
+        plan = _read(spark, connection, table, **in_range).where("s = 'b'")._jdf.queryExecution().optimizedPlan()
+        assert "Filter" not in plan.toString(), plan.toString()  # pushed, and exact, with a time range too
+    finally:
+        spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+    assert mismatches == []
+
+
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     counts = {"requests": 0, "rows": 0}
     original = TableRows.get_range
