@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -87,6 +88,11 @@ class Airflow:
 
     def start(self) -> None:
         self.cli("db", "migrate", timeout=300)
+        # Four processes and the CLI write one SQLite file. In the default rollback journal a reader that starts
+        # to write while another process writes gets "database is locked" at once, whatever the busy timeout;
+        # write-ahead logging (kept in the file) lets readers and the one writer proceed.
+        with sqlite3.connect(self.home / "airflow.db") as db:
+            db.execute("PRAGMA journal_mode=WAL")
         for component in (["api-server", "--port", str(self.port), "--host", "127.0.0.1"], ["scheduler"],
                           ["dag-processor"], ["triggerer"]):
             log = (self.home / f"{component[0]}.log").open("wb")
