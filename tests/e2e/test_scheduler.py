@@ -111,10 +111,29 @@ class Airflow:
                 os.killpg(proc.pid, 9)
 
     def cli(self, *args: str, timeout: float = 120) -> str:
-        done = subprocess.run([sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
+        done = self._run_cli(args, timeout)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done.stdout
+
+    def create_backfill(self, *args: str, attempts: int = 5) -> str:
+        """``airflow backfill create``, tried again when SQLite refuses a lock upgrade.
+
+        Even in WAL mode, a transaction that read before it writes gets "database is locked" at once (no busy wait)
+        when another process committed in between. Airflow then deletes the partial backfill so that the user can
+        retry (``_cleanup_partial_backfill``); this is that retry.
+        """
+        for attempt in range(1, attempts + 1):
+            done = self._run_cli(("backfill", "create", *args), 120)
+            output = done.stdout[-3000:] + done.stderr[-3000:]
+            if done.returncode == 0:
+                return done.stdout
+            assert "database is locked" in output and attempt < attempts, output
+            time.sleep(attempt)
+        raise AssertionError("unreachable")
+
+    def _run_cli(self, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True,
+                              text=True, timeout=timeout)
 
     def get(self, path: str, **params: Any) -> Any:
         try:
@@ -222,9 +241,9 @@ def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, li
         # 3. backfill three past intervals with the CLI's defaults (10 active runs): the cron points H-3, H-2 and
         #    H-1 are the runs of [H-4, H-3), [H-3, H-2) and [H-2, H-1). (Unpausing made the scheduler create the
         #    run of the latest interval, [H-1, H), which began before the tunnel: it rebuilds its partition too.)
-        airflow.cli("backfill", "create", "--dag-id", DAG_ID, "--from-date", (hour - timedelta(hours=3)).isoformat(),
-                    "--to-date", (hour - timedelta(hours=1)).isoformat(), "--dag-run-conf", json.dumps(params),
-                    timeout=120)
+        airflow.create_backfill("--dag-id", DAG_ID, "--from-date", (hour - timedelta(hours=3)).isoformat(),
+                                "--to-date", (hour - timedelta(hours=1)).isoformat(),
+                                "--dag-run-conf", json.dumps(params))
         runs = airflow.wait_runs_done()
         backfills = sorted((r for r in runs if r["run_type"] == "backfill"), key=lambda r: r["logical_date"])
         assert len(backfills) == 3, [(r["dag_run_id"], r["run_type"], r["logical_date"], r["state"]) for r in runs]
