@@ -36,6 +36,8 @@ _KNOWN = {
     *_CONNECTION_KEYS, "credentials_file", "table", "columns", "max_versions", "time_range_start",
     "time_range_end", "split_size_mb", "max_split_count", "page_rows", "mode", "columnnameofcorruptrecord",
     "pushdown", "show_replication_columns", "fence_column", "row_change", "batch_rows", "fence_by", "path",
+    "tunnel", "max_records_per_trigger", "max_records_per_channel", "positions_table", "heartbeat_interval",
+    "client_timeout", "settle_ms", "channel_wait_s",
 }
 
 
@@ -122,6 +124,21 @@ class SourceOptions:
     row_change: str = "put"
     batch_rows: int = 200
     fence_by: str | None = None
+    tunnel: str | None = None
+    """Streaming: the tunnel whose changes ``spark.readStream`` yields."""
+    max_records_per_trigger: int | None = None
+    """Streaming: Spark's default read limit (records per micro-batch, over all channels); None: all available."""
+    max_records_per_channel: int = 100_000
+    """Streaming: at most this many records of one channel in one micro-batch."""
+    positions_table: str = "spark_tunnel_positions"
+    """Streaming: the table where read tasks leave where their spans ended (created on first use)."""
+    heartbeat_interval: float = 5.0
+    client_timeout: int = 60
+    settle_ms: int = 1000
+    """Streaming: a micro-batch takes stream changes committed at least this long ago (the log is complete
+    up to then), so that a replayed batch yields the same records."""
+    channel_wait_s: int = 300
+    """Streaming: how long to wait for channels the query needs (held by a dead client until its timeout)."""
 
     @property
     def endpoint(self) -> str:
@@ -172,4 +189,12 @@ class SourceOptions:
             row_change=row_change,
             batch_rows=batch_rows or 200,
             fence_by=lowered.get("fence_by") or None,
+            tunnel=lowered.get("tunnel") or None,
+            max_records_per_trigger=_int(lowered, "max_records_per_trigger", None, 1),
+            max_records_per_channel=_int(lowered, "max_records_per_channel", 100_000, 1) or 100_000,
+            positions_table=str(lowered.get("positions_table") or "spark_tunnel_positions"),
+            heartbeat_interval=float(_int(lowered, "heartbeat_interval", 5, 1) or 5),
+            client_timeout=_int(lowered, "client_timeout", 60, 10) or 60,
+            settle_ms=_int(lowered, "settle_ms", 1000, 0) or 0,
+            channel_wait_s=_int(lowered, "channel_wait_s", 300, 1) or 300,
         )

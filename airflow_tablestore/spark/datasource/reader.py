@@ -65,7 +65,8 @@ def split_partitions(splits: Sequence[KeyRange], key_ranges: Sequence[KeyRange] 
     return [KeyRangePartition(i, group) for i, group in enumerate(groups)]
 
 
-def _describe(options: SourceOptions) -> TableSchema:
+def describe_table(options: SourceOptions) -> TableSchema:
+    """The table's schema (DescribeTable)."""
     client = options.settings.table_client()
     try:
         return client.describe_table(options.table).schema
@@ -82,7 +83,7 @@ class TablestoreReader(DataSourceReader):
         self.options = options
         self.schema = schema
         if primary_key is None:
-            table = _describe(options)
+            table = describe_table(options)
             primary_key, table_max_versions = table.primary_key, table.options.max_versions
         self.primary_key = tuple(primary_key)
         self.fields = read_fields(schema, self.primary_key, options)
@@ -111,7 +112,7 @@ class TablestoreReader(DataSourceReader):
             self.max_versions = options.max_versions
         else:  # a versioned user schema without the option: every version the table keeps
             if table_max_versions is None:
-                table_max_versions = _describe(options).options.max_versions
+                table_max_versions = describe_table(options).options.max_versions
             self.max_versions = table_max_versions
 
     def __repr__(self) -> str:

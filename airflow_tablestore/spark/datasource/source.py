@@ -11,10 +11,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceWriter
 from pyspark.sql.types import StructType
 
-from airflow_tablestore.spark.datasource.options import SourceOptions
+from airflow_tablestore.spark.datasource.options import OptionError, SourceOptions
 
 PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
 """PySpark's worker that calls ``pushFilters`` (only when ``spark.sql.python.filterPushdown.enabled``)."""
@@ -38,7 +38,8 @@ def asked_to_push_filters() -> bool:
 
 
 class TablestoreDataSource(DataSource):
-    """Read a Tablestore table into a DataFrame, or write a DataFrame into one (format ``tablestore``)."""
+    """Read a Tablestore table into a DataFrame, write a DataFrame into one, or stream a table's changes through
+    a tunnel (format ``tablestore``)."""
 
     def __init__(self, options: dict[str, Any]) -> None:
         super().__init__(options)
@@ -49,7 +50,12 @@ class TablestoreDataSource(DataSource):
         return "tablestore"
 
     def schema(self) -> StructType:
-        """The table's primary key and defined columns (DescribeTable), unless the user gives a schema."""
+        """The table's primary key and defined columns (DescribeTable); with ``tunnel`` (streaming), the change
+        log. Unless the user gives a schema."""
+        if self.parsed.tunnel:
+            from airflow_tablestore.spark.stream.output import change_log_schema
+
+            return change_log_schema()
         from airflow_tablestore.spark.datasource.schema import table_schema
 
         return table_schema(self.parsed)
@@ -59,6 +65,9 @@ class TablestoreDataSource(DataSource):
         and the ``pushdown`` option is on (see :func:`asked_to_push_filters`)."""
         from airflow_tablestore.spark.datasource.reader import TablestorePushdownReader, TablestoreReader
 
+        if self.parsed.tunnel:
+            raise OptionError("option 'tunnel' reads a table's changes, which is a stream: use spark.readStream "
+                              "(or drop the option to read the table's rows with spark.read)")
         if self.parsed.pushdown and asked_to_push_filters():
             return TablestorePushdownReader(self.parsed, schema)
         return TablestoreReader(self.parsed, schema)
@@ -67,3 +76,12 @@ class TablestoreDataSource(DataSource):
         from airflow_tablestore.spark.datasource.writer import TablestoreWriter
 
         return TablestoreWriter(self.parsed, schema, overwrite)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """The table's changes through the tunnel named by option ``tunnel``: base data, then the stream."""
+        from airflow_tablestore.spark.stream.reader import TablestoreStreamReader
+
+        if not self.parsed.tunnel:
+            raise OptionError("option 'tunnel' is required for spark.readStream.format('tablestore'): the name of "
+                              "a tunnel of the table (TablestoreCreateTunnelOperator creates one)")
+        return TablestoreStreamReader(self.parsed, schema)
