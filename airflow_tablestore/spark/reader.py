@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from airflow_tablestore.client.errors import is_transient
 from airflow_tablestore.client.settings import ConnectionSettings
-from airflow_tablestore.client.tunnel.reads import FINISHED, enough_data
+from airflow_tablestore.client.tunnel.reads import FINISHED
+from airflow_tablestore.client.tunnel.span import Position, Span, SpanRead
 from airflow_tablestore.spark.sinks.protocol import ChannelWriter, Sink
 
 CONTROL_SCHEMA = pa.schema([
@@ -110,45 +111,37 @@ def read_channel(client: Any, plan: RoundPlan, task: ChannelTask) -> dict[str, A
 
 def _read_into(client: Any, plan: RoundPlan, task: ChannelTask, writer: ChannelWriter,
                row: dict[str, Any]) -> tuple[str, int, int, int, int | None, float, float]:
-    """The read loop of :func:`read_channel`: returns (token, records, bytes, reads, newest sequence
-    timestamp, read seconds, sink seconds) and sets the row's stop flags."""
-    token = task.start_token
-    count = size = reads = 0
+    """The read loop of :func:`read_channel`: the channel's records in whole answers (the shared read path,
+    :class:`~airflow_tablestore.client.tunnel.span.SpanRead`) until "finished", the caps, the cutoff or the head
+    of the log; returns (token, records, bytes, reads, newest sequence timestamp, read seconds, sink seconds) and
+    sets the row's stop flags."""
+    span = Span(Position(task.start_token), plan.max_records, plan.cutoff_us, task.stream)
+    read = SpanRead(client, plan.tunnel_id, plan.client_id, task.channel_id, span, whole_answers=True,
+                    max_bytes=plan.max_bytes)
+    answers = iter(read)
+    count = 0
     read_s = sink_s = 0.0
     max_ts: int | None = None
-    cutoff = plan.cutoff_us
     while True:
         t0 = time.perf_counter()
-        result = client.read_records(plan.tunnel_id, plan.client_id, task.channel_id, token)
+        records = next(answers, None)
         t1 = time.perf_counter()
         read_s += t1 - t0
-        reads += 1
-        size += result.size_bytes
-        records = result.records
-        if records:
-            writer.write(records)
-            sink_s += time.perf_counter() - t1
-            count += len(records)
-            for record in records:
-                seq = record.sequence
-                if seq is not None and (max_ts is None or seq.timestamp > max_ts):
-                    max_ts = seq.timestamp
-            if cutoff is not None and max_ts is not None and max_ts >= cutoff:
-                row["reached_cutoff"] = True  # the rest of this batch is written too, not skipped
-        previous, token = token, result.next_token
-        if token == FINISHED:
-            row["finished"] = True
+        if records is None:
             break
-        if row["reached_cutoff"] or count >= plan.max_records or size >= plan.max_bytes:
-            break
-        if task.stream:
-            if not records or not enough_data(result):
-                row["caught_up"] = True
-                break
-        elif not records and token == previous:
-            row["caught_up"] = True  # defensive: a base channel that stopped moving
-            break
-    return token, count, size, reads, max_ts, read_s, sink_s
+        writer.write(records)
+        sink_s += time.perf_counter() - t1
+        count += len(records)
+        for record in records:
+            seq = record.sequence
+            if seq is not None and (max_ts is None or seq.timestamp > max_ts):
+                max_ts = seq.timestamp
+    end = read.end
+    assert end is not None
+    row["finished"] = end.finished
+    row["reached_cutoff"] = end.reached_until
+    row["caught_up"] = end.caught_up
+    return end.position.token, count, read.bytes, read.reads, max_ts, read_s, sink_s
 
 
 def peak_rss_bytes() -> int:

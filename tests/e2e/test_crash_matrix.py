@@ -13,13 +13,10 @@ temporary directory.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import os
 import random
 import re
-import signal
 import subprocess
 import threading
 import time
@@ -32,7 +29,7 @@ from typing import Any
 import pytest
 from replication_helpers import make_source, stream_changes, write_key
 
-from airflow_tablestore.client.model import MAX_TIME_DEVIATION, RowWrite
+from airflow_tablestore.client.model import MAX_TIME_DEVIATION
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
@@ -42,20 +39,18 @@ from airflow_tablestore.spark.sinks.parquet import read_change_log
 from airflow_tablestore.spark.sinks.purge import minimum_horizon_s
 from demo import replication as demo
 
+from .crash_tools import COMPLETED, REQUEST, ROWS, Kill, SourceWriter, add_random_faults, finish, kill_later
 from .spark_runs import BIN, FAST_JVM, base_rows, consumer_env, wait_until_gone
 
 pytestmark = pytest.mark.slow
 
-ROWS = 6000
 KILLS_PER_PHASE = 10
 EMULATOR_RESTARTS = 3
 TUNING = ["--records-per-channel", "120", "--heartbeat-interval", "1", "--client-timeout", "5", "--idle-wait", "0.3",
           "--request-timeout", "3"]
 EMULATOR_ARGS = ["--base-channel-rows", "300", "--stream-partitions", "2", "--max-read-records", "40",
                  "--log-level", "DEBUG"]
-REQUEST = re.compile(r'"POST (/[\w/]+) HTTP')
 READ, CHECKPOINT, SINK_WRITE = "/tunnel/readrecords", "/tunnel/checkpoint", "/BatchWriteRow"
-COMPLETED = "run completed before the kill point"
 PURGE_HORIZON = minimum_horizon_s(request_timeout=3, client_timeout=5, heartbeat_interval=1, records_per_channel=120)
 """The tablestore sink's runs purge tombstones (--purge-tombstones-after) at the smallest horizon TUNING allows."""
 PURGE_REAL_S = 10.0
@@ -63,19 +58,6 @@ PURGE_REAL_S = 10.0
 old in real time: purges happen between the kills (longer than the 3.5 s the faults hold a request, and the 3 s
 request timeout)."""
 PURGE_LINE = re.compile(r"TOMBSTONE_PURGE (\{.*\})")
-
-
-@dataclasses.dataclass
-class Kill:
-    """One planned kill: after the ``nth`` answer to ``path`` (on ``where``: source or sink emulator) plus
-    ``delay_s``. ``reached`` is filled in: what the server had last answered when the group was killed."""
-
-    phase: str
-    path: str
-    nth: int
-    delay_s: float
-    where: str = "source"
-    reached: str | None = None
 
 
 @dataclasses.dataclass
@@ -107,16 +89,6 @@ def launch(world: World, args: list[str]) -> subprocess.Popen[str]:
                             start_new_session=True)
 
 
-def finish(proc: subprocess.Popen[str], timeout: float = 400) -> tuple[int, str]:
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        raise AssertionError("consumer timed out:\n" + out[-6000:]) from None
-    return proc.returncode, out
-
-
 def run_clean(world: World, args: list[str]) -> str:
     """A run that must succeed (after kills, restarts or under faults: the runs Airflow's retries make)."""
     code, out = finish(launch(world, args))
@@ -145,7 +117,7 @@ def run_killed(world: World, args: list[str], kill: Kill) -> None:
             seen += 1
             if seen == kill.nth:
                 fired.set()
-                threading.Thread(target=_kill_later, args=(proc, kill.delay_s), daemon=True).start()
+                threading.Thread(target=kill_later, args=(proc, kill.delay_s), daemon=True).start()
 
     emulator.listeners.append(listen)
     try:
@@ -160,13 +132,6 @@ def run_killed(world: World, args: list[str], kill: Kill) -> None:
         world.note_purges(out)
         kill.reached = COMPLETED
     world.report.append(dataclasses.asdict(kill))
-
-
-def _kill_later(proc: subprocess.Popen[str], delay_s: float) -> None:
-    if delay_s:
-        time.sleep(delay_s)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def kill_phase(world: World, phase: str, rng: random.Random, args: Callable[[], list[str]],
@@ -195,40 +160,6 @@ def kill_plan(phase: str, sink_type: str, rng: random.Random, count: int) -> lis
         else:  # between a checkpoint and the next (the Parquet sink publishes there)
             kills.append(Kill(phase, CHECKPOINT, rng.randint(1, 3), rng.uniform(0, 0.03)))
     return kills
-
-
-class SourceWriter:
-    """Writes changes to the source from a thread while runs go on; remembers every change written."""
-
-    def __init__(self, client: TableClient, table: str) -> None:
-        self.client, self.table = client, table
-        self.writes: list[RowWrite] = []
-        self.gone: set[int] = set()
-        self._offset = 0
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def burst(self, n: int = 60) -> None:
-        with self._lock:  # the background thread and the test both write
-            self._offset += 1
-            writes = demo.change_writes(self.table, ROWS, n, offset=self._offset, gone=self.gone)
-            demo.apply_writes(self.client, writes)
-            self.writes.extend(writes)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(0.7):
-            self.burst(30)
-
-    def __enter__(self) -> SourceWriter:
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        assert self._thread is not None
-        self._thread.join(30)
 
 
 def emulator_now(emulator: EmulatorProcess) -> str:
@@ -270,13 +201,6 @@ def restart_mid_run(world: World, args: list[str], after_reads: int) -> str:
         outcome += "; the consumer rode it out"
     world.report.append({"phase": "incremental", "emulator_restart": outcome})
     return outcome
-
-
-def add_random_faults(emulator: EmulatorProcess, seed: int) -> None:
-    control = emulator.control
-    control.add_fault("*", "OTSServerBusy", count=10**6, probability=0.05, seed=seed)
-    control.add_fault("*", "OTSTimeout", message="Request timeout.", count=10**6, probability=0.03 / 0.95)
-    control.add_fault("*", None, count=10**6, delay_s=3.5, probability=0.02 / 0.92)
 
 
 @pytest.fixture

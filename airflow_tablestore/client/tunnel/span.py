@@ -104,14 +104,21 @@ class SpanRead:
     """Iterate to get the span's records answer by answer; then :attr:`end` says where it ended.
 
     ``client`` is a :class:`~airflow_tablestore.client.tunnel.client.TunnelClient` (transient errors are
-    retried there; anything it raises propagates)."""
+    retried there; anything it raises propagates).
 
-    def __init__(self, client: Any, tunnel_id: str, client_id: str, channel_id: str, span: Span) -> None:
+    ``whole_answers``: never stop inside an answer — ``limit``, ``until_us`` and ``max_bytes`` end the read
+    *after* the answer that reaches them, so the end is always a token (``skip`` 0), which is what a checkpoint
+    can hold (the replication consumer's rounds). Such a read is not repeatable at the head of a stream."""
+
+    def __init__(self, client: Any, tunnel_id: str, client_id: str, channel_id: str, span: Span, *,
+                 whole_answers: bool = False, max_bytes: int | None = None) -> None:
         self.client = client
         self.tunnel_id = tunnel_id
         self.client_id = client_id
         self.channel_id = channel_id
         self.span = span
+        self.whole_answers = whole_answers
+        self.max_bytes = max_bytes
         self.end: SpanEnd | None = None
         self.reads = 0
         self.bytes = 0
@@ -140,7 +147,9 @@ class SpanRead:
                     if seq is not None and seq.timestamp >= until:
                         cut, reached = i, True
                         break
-            if taken + cut > span.limit:
+            if self.whole_answers:
+                cut = len(usable)
+            elif taken + cut > span.limit:
                 cut, reached = span.limit - taken, False
             if cut:
                 yield usable[:cut] if cut < len(usable) else usable
@@ -152,8 +161,9 @@ class SpanRead:
             if token == FINISHED:
                 self.end = SpanEnd(Position(FINISHED), taken)
                 return
-            if taken >= span.limit:
-                self.end = SpanEnd(Position(token, skip), taken)
+            over_bytes = self.max_bytes is not None and self.bytes >= self.max_bytes
+            if reached or taken >= span.limit or over_bytes:
+                self.end = SpanEnd(Position(token, skip), taken, reached_until=reached)
                 return
             if span.stream:
                 if not records or not enough_data(result):

@@ -194,7 +194,7 @@ class SourceOptions:
             max_records_per_channel=_int(lowered, "max_records_per_channel", 100_000, 1) or 100_000,
             positions_table=str(lowered.get("positions_table") or "spark_tunnel_positions"),
             heartbeat_interval=float(_int(lowered, "heartbeat_interval", 5, 1) or 5),
-            client_timeout=_int(lowered, "client_timeout", 60, 10) or 60,
+            client_timeout=_int(lowered, "client_timeout", 60, 3) or 60,
             settle_ms=_int(lowered, "settle_ms", 1000, 0) or 0,
             channel_wait_s=_int(lowered, "channel_wait_s", 300, 1) or 300,
         )

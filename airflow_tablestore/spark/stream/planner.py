@@ -216,11 +216,13 @@ class StreamPlanner:
         if known.finished:
             return
         if known.token != position.token:
+            self.store.put_checkpoint(self.tunnel_id, cid, position, sequence + 1, previous=(known, sequence))
             if not session.commit(cid, known.token, sequence, position.token):
                 self._checkpoints.pop(cid, None)
                 return
             sequence += 1
-        self.store.put_checkpoint(self.tunnel_id, cid, position, sequence)
+        else:  # the same token further on: only the skip moves (a checkpoint holds a token only)
+            self.store.put_checkpoint(self.tunnel_id, cid, position, sequence)
         self._checkpoints[cid] = (position, sequence)
         if position.finished:
             session.mark_finished(cid)

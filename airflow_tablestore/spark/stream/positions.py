@@ -77,16 +77,24 @@ class PositionStore:
     def delete_end(self, tunnel_id: str, span_key: str) -> None:
         self.client.delete_row(self.table, [("tunnel_id", tunnel_id), ("key", span_key)])
 
-    def put_checkpoint(self, tunnel_id: str, channel_id: str, position: Position, sequence: int) -> None:
-        """Record that the server checkpoint ``(position.token, sequence)`` of the channel means ``position``."""
-        self._put(tunnel_id, CHECKPOINT_PREFIX + channel_id, {**position.as_dict(), "sequence": sequence})
+    def put_checkpoint(self, tunnel_id: str, channel_id: str, position: Position, sequence: int,
+                       previous: tuple[Position, int] | None = None) -> None:
+        """Record that the server checkpoint ``(position.token, sequence)`` of the channel means ``position``.
+
+        Stored *before* the checkpoint itself, with the ``previous`` one: whichever of the two the server holds
+        after a crash in between, its skip is known."""
+        known = [{**position.as_dict(), "sequence": sequence}]
+        if previous is not None:
+            known.append({**previous[0].as_dict(), "sequence": previous[1]})
+        self._put(tunnel_id, CHECKPOINT_PREFIX + channel_id, {"known": known})
 
     def checkpoint_position(self, tunnel_id: str, channel_id: str, token: str, sequence: int) -> Position:
-        """The exact position of the server checkpoint ``(token, sequence)``: its recorded skip when it is the
+        """The exact position of the server checkpoint ``(token, sequence)``: its recorded skip when it is a
         checkpoint this store knows, else the token itself."""
-        data = self._get(tunnel_id, CHECKPOINT_PREFIX + channel_id)
-        if data and data.get("token") == token and int(data.get("sequence", -1)) == sequence:
-            return Position(token, int(data.get("skip", 0)))
+        data = self._get(tunnel_id, CHECKPOINT_PREFIX + channel_id) or {}
+        for item in data.get("known", []):
+            if item.get("token") == token and int(item.get("sequence", -1)) == sequence:
+                return Position(token, int(item.get("skip", 0)))
         return Position(token)
 
     def close(self) -> None:

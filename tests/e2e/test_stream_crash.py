@@ -1,0 +1,244 @@
+"""The streaming source under crashes (issue 20, item 5): a user's streaming job (``stream_job.py``, spark-submit,
+``trigger(availableNow=True)``) is SIGKILLed with its whole process group at >= 10 moments per phase — inside
+reads (after the n-th ReadRecords answer), during the sink write (later after a read), and between Spark's commit
+and the tunnel checkpoint (after the n-th lookup of a span end, and after a checkpoint) — the source emulator is
+SIGKILLed and restarted mid-run 3 times while changes keep coming, and a last run goes on while ~10% of every
+request fails. Spark's Parquet file sink, and a ``foreachBatch`` sink that writes by batch id, must then hold the
+base rows and every change exactly once.
+
+Opt-in like the consumer's crash matrix: ``make test-crash`` (and ``.ci/run``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from replication_helpers import make_source, stream_changes, write_key
+
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import TunnelClient
+from airflow_tablestore.emulator.testing import EmulatorProcess
+from airflow_tablestore.spark.changes import arrow_to_records
+from demo import replication as demo
+
+from .crash_tools import COMPLETED, REQUEST, ROWS, Kill, SourceWriter, add_random_faults, finish, kill_later
+from .spark_runs import BIN, FAST_JVM, base_rows, consumer_env, wait_until_gone
+
+pytestmark = pytest.mark.slow
+
+JOB = str(Path(__file__).with_name("stream_job.py"))
+KILLS_PER_PHASE = 10
+EMULATOR_RESTARTS = 3
+SOURCE_OPTIONS = ["heartbeat_interval=1", "client_timeout=4", "settle_ms=300", "channel_wait_s=120"]
+EMULATOR_ARGS = ["--base-channel-rows", "300", "--stream-partitions", "2", "--max-read-records", "40",
+                 "--log-level", "DEBUG"]
+READ, CHECKPOINT, SPAN_END = "/tunnel/readrecords", "/tunnel/checkpoint", "/GetRow"
+
+
+@dataclasses.dataclass
+class Job:
+    emulator: EmulatorProcess
+    sink: str
+    output: Path
+    checkpoint: Path
+    report: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def launch(self, options: list[str]) -> subprocess.Popen[str]:
+        cmd = [str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+               "--driver-java-options", FAST_JVM, JOB, self.sink, "orders", "feed", str(self.output),
+               str(self.checkpoint), *SOURCE_OPTIONS, *options]
+        return subprocess.Popen(cmd, env=consumer_env(self.emulator), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+    def run_clean(self, options: list[str], attempts: int = 1) -> str:
+        """A run that must succeed (``attempts`` > 1: the retries a scheduler makes, for runs under faults)."""
+        out = ""
+        for attempt in range(1, attempts + 1):
+            code, out = finish(self.launch(options))
+            if code == 0:
+                assert "STREAM_SUMMARY" in out, out[-6000:]
+                return out
+            assert attempt < attempts, out[-6000:]
+            self.report.append({"rerun_after_failure": out[-600:]})
+        raise AssertionError("unreachable")
+
+    def run_killed(self, options: list[str], kill: Kill) -> None:
+        proc = self.launch(options)
+        seen = 0
+        fired = threading.Event()
+
+        def listen(line: str) -> None:
+            nonlocal seen
+            match = REQUEST.search(line)
+            if match is None or fired.is_set() or match.group(1) != kill.path:
+                return
+            seen += 1
+            if seen == kill.nth:
+                fired.set()
+                threading.Thread(target=kill_later, args=(proc, kill.delay_s), daemon=True).start()
+
+        self.emulator.listeners.append(listen)
+        try:
+            code, out = finish(proc)
+        finally:
+            self.emulator.listeners.remove(listen)
+        if fired.is_set():
+            wait_until_gone(proc.pid)
+            kill.reached = f"after answer {kill.nth} to {kill.path} (+{kill.delay_s * 1000:.0f} ms)"
+        else:
+            assert code == 0, out[-6000:]
+            kill.reached = COMPLETED
+        self.report.append(dataclasses.asdict(kill))
+
+    def kill_phase(self, phase: str, rng: random.Random, options: list[str],
+                   before: Any = lambda: None) -> None:
+        reached = 0
+        for kill in kill_plan(phase, rng, 4 * KILLS_PER_PHASE):
+            before()
+            self.run_killed(options, kill)
+            reached += kill.reached != COMPLETED
+            if reached == KILLS_PER_PHASE:
+                return
+
+    def restart_mid_run(self, after_reads: int) -> str:
+        proc = self.launch([])
+        seen = 0
+        fired = threading.Event()
+
+        def listen(line: str) -> None:
+            nonlocal seen
+            match = REQUEST.search(line)
+            if match and match.group(1) == READ and not fired.is_set():
+                seen += 1
+                if seen == after_reads:
+                    fired.set()
+
+        self.emulator.listeners.append(listen)
+        try:
+            assert fired.wait(180) or proc.poll() is not None
+        finally:
+            self.emulator.listeners.remove(listen)
+        outcome = "run completed before the restart point"
+        if fired.is_set():
+            self.emulator.kill()
+            time.sleep(1.0)
+            self.emulator.start()
+            outcome = f"emulator SIGKILLed after read {after_reads} and restarted"
+        code, out = finish(proc)
+        if code != 0:
+            self.run_clean([], attempts=3)
+            outcome += "; the job failed and its rerun succeeded"
+        else:
+            outcome += "; the job rode it out"
+        self.report.append({"phase": "incremental", "emulator_restart": outcome})
+        return outcome
+
+
+def kill_plan(phase: str, rng: random.Random, count: int) -> list[Kill]:
+    """Kills cycling over reads, sink writes (later after a read) and the commit-to-checkpoint window."""
+    kills = []
+    for i in range(count):
+        kind = i % 4
+        if kind == 0:
+            kills.append(Kill(phase, READ, rng.randint(1, 12), rng.uniform(0, 0.1)))
+        elif kind == 1:
+            kills.append(Kill(phase, READ, rng.randint(2, 12), rng.uniform(0.1, 0.6)))
+        elif kind == 2:  # the driver looks up span ends right after Spark committed, before checkpointing
+            kills.append(Kill(phase, SPAN_END, rng.randint(1, 6), rng.uniform(0, 0.02)))
+        else:
+            kills.append(Kill(phase, CHECKPOINT, rng.randint(1, 4), rng.uniform(0, 0.02)))
+    return kills
+
+
+def committed_files(output: Path) -> list[Path]:
+    """The files of the Parquet file sink's committed batches (its ``_spark_metadata`` log)."""
+    log = output / "_spark_metadata"
+    entries: dict[int, Path] = {}
+    for path in log.iterdir():
+        name = path.name.removesuffix(".compact")
+        if name.isdigit():
+            entries[int(name)] = path
+    latest_compact = max((b for b, p in entries.items() if p.name.endswith(".compact")), default=-1)
+    files: set[str] = set()
+    for batch in sorted(entries):
+        if batch < latest_compact:
+            continue
+        for line in entries[batch].read_text().splitlines()[1:]:
+            item = json.loads(line)
+            if item.get("action", "add") == "add":
+                files.add(item["path"])
+    return [Path(f.removeprefix("file:")) for f in sorted(files)]
+
+
+def read_output(job: Job) -> list[Any]:
+    if job.sink == "files":
+        paths = committed_files(job.output)
+    else:
+        paths = [p for d in job.output.iterdir() if d.name.startswith("batch_id=") for p in d.glob("*.parquet")]
+    tables = [pq.read_table(str(p)) for p in paths]
+    tables = [t for t in tables if t.num_rows]
+    return arrow_to_records(pa.concat_tables(tables)) if tables else []
+
+
+@pytest.fixture
+def emulator(tmp_path: Path) -> Iterator[EmulatorProcess]:
+    with EmulatorProcess(data_dir=tmp_path / "data", extra_args=EMULATOR_ARGS) as emu:
+        yield emu
+
+
+@pytest.mark.parametrize("sink", ["files", "foreach"])
+def test_stream_crashes(emulator: EmulatorProcess, tmp_path: Path, sink: str) -> None:
+    client = TableClient(**emulator.client_kwargs)
+    tunnels = TunnelClient(**emulator.client_kwargs)
+    make_source(client, tunnels, "orders", "feed", ROWS)
+    expected_base = demo.snapshot(client, "orders")
+    job = Job(emulator, sink, tmp_path / "out", tmp_path / "checkpoint")
+    rng = random.Random(20261126 + len(sink))
+
+    # small batches: the base data takes many micro-batches, so the phase outlives its kills
+    job.kill_phase("full", rng, ["max_records_per_trigger=150"])
+    writer = SourceWriter(client, "orders")
+    writer.burst()
+    with writer:  # changes keep coming during the killed incremental runs
+        job.kill_phase("incremental", rng, ["max_records_per_trigger=100"], before=lambda: writer.burst(150))
+    restarts = 0
+    for attempt in range(2 * EMULATOR_RESTARTS):
+        if restarts == EMULATOR_RESTARTS:
+            break
+        writer.burst(400)
+        restarts += "restarted" in job.restart_mid_run(after_reads=1 + attempt % 2)
+    writer.burst()
+    add_random_faults(emulator, seed=3)
+    try:
+        out = job.run_clean([], attempts=5)  # the catch-up under ~10% faults
+    finally:
+        emulator.control.clear_faults()
+    job.report.append({"phase": "catch-up", "faults": "~10% of every request", "summary": out[-300:]})
+    time.sleep(4)  # requests the faults held land late
+    job.run_clean([])  # and whatever was written since: everything
+
+    report = json.dumps(job.report, indent=1)
+    (tmp_path / "stream-crash-report.json").write_text(report)
+    reached = [r for r in job.report if "path" in r and r["reached"] != COMPLETED]
+    restarted = [r for r in job.report if "restarted" in r.get("emulator_restart", "")]
+    print(f"\nstreaming source crash test ({sink}): {len(reached)} kills, {len(restarted)} emulator restarts\n"
+          f"{report}")
+    records = read_output(job)
+    assert base_rows(records) == expected_base
+    assert len([r for r in records if r.sequence is None]) == ROWS  # no base row twice
+    assert stream_changes(records) == Counter(write_key(w) for w in writer.writes)  # each change exactly once
+    for phase in ("full", "incremental"):
+        assert sum(1 for r in reached if r["phase"] == phase) >= KILLS_PER_PHASE, report
+    assert len(restarted) >= EMULATOR_RESTARTS, report
