@@ -279,17 +279,21 @@ class StreamPlanner:
 
     def _waiting_for(self, channels: dict[str, dict[str, Any]], desc: TunnelDescription) -> str | None:
         """Why an ``availableNow`` query is not done yet, or None when it has read everything."""
-        if not full_phase_done(desc):
-            return f"the base data is not consumed yet (tunnel stage {desc.tunnel.stage.value})"
         session = self._session()
         mine = set(session.open_channels())
+        for info in desc.channels:
+            if info.status != ChannelStatus.TERMINATED and info.channel_id not in mine and info.client_id:
+                return (f"channel {info.channel_id} ({info.channel_type}, {info.status.value}) is held by client "
+                        f"{info.client_id} (another query or consumer of this tunnel, or a dead one until the "
+                        "server times it out)")
+        if not full_phase_done(desc):
+            return f"the base data is not consumed yet (tunnel stage {desc.tunnel.stage.value})"
         for info in desc.channels:
             if info.status == ChannelStatus.TERMINATED:
                 continue
             cid = info.channel_id
             if cid not in mine:
-                holder = info.client_id or "nobody yet"
-                return f"channel {cid} ({info.channel_type}, {info.status.value}) is held by {holder}"
+                return f"channel {cid} ({info.channel_type}, {info.status.value}) is not assigned to this query yet"
             position, last = self._position(cid, channels)
             if position.finished:
                 continue
