@@ -1,9 +1,11 @@
 """The base of the Tablestore hooks: a ``tablestore`` Airflow connection parsed into ``ConnectionSettings``.
 
 A ``tablestore`` connection holds the endpoint in ``host`` (``http://`` or ``https://``; a bare host name gets
-``https://``), the AccessKey ID in ``login``, the AccessKey secret in ``password`` and these extras:
-``instance_name`` (required), ``region`` (switches the client to V4 signing), ``sts_token``,
-``connect_timeout`` and ``read_timeout`` (seconds). Problems are reported as
+the extra ``protocol``, ``https`` by default) and ``port``, the AccessKey ID in ``login``, the AccessKey secret
+in ``password`` and these extras: ``instance_name`` (required), ``protocol`` (``http`` or ``https``: the URI
+form ``tablestore://AKID:SECRET@127.0.0.1:8080?instance_name=emulator&protocol=http`` cannot put a scheme in
+the host), ``region`` (switches the client to V4 signing), ``sts_token``, ``connect_timeout`` and
+``read_timeout`` (seconds). Problems are reported as
 :class:`TablestoreConnectionError` naming the field; secrets never appear in messages or reprs.
 """
 
@@ -56,17 +58,23 @@ def _timeout(extra: dict[str, Any], name: str, override: float | None) -> float 
     return value
 
 
-def normalize_endpoint(host: str | None, port: int | None = None) -> str:
-    """Endpoint URL from the connection host: ``https://`` is added when no scheme is given."""
+def normalize_endpoint(host: str | None, port: int | None = None, protocol: str | None = None) -> str:
+    """Endpoint URL from the connection host: ``protocol`` (default ``https``) is added when no scheme is given."""
     host = (host or "").strip().rstrip("/")
     if not host:
         raise TablestoreConnectionError(
             "connection field 'host' (Endpoint) is empty: set it to e.g. "
             "https://<instance>.<region>.ots.aliyuncs.com"
         )
+    if protocol is not None and protocol not in ("http", "https"):
+        raise TablestoreConnectionError(f"connection extra 'protocol' must be http or https, got {protocol!r}")
     if "://" not in host:
-        host = f"https://{host}"
+        host = f"{protocol or 'https'}://{host}"
     parts = urlsplit(host)
+    if protocol is not None and parts.scheme != protocol:
+        raise TablestoreConnectionError(
+            f"connection field 'host' (Endpoint) says {parts.scheme}:// but extra 'protocol' says {protocol}: "
+            "keep one of them")
     if parts.scheme not in ("http", "https"):
         raise TablestoreConnectionError(
             f"connection field 'host' (Endpoint) must use http:// or https://, got scheme {parts.scheme!r}"
@@ -117,8 +125,11 @@ def parse_connection(
     sts_token = _extra_field(extra, "sts_token") or _extra_field(extra, "security_token")
     if sts_token is not None and not isinstance(sts_token, str):
         raise TablestoreConnectionError(f"connection {conn_id!r}: extra 'sts_token' must be a string")
+    protocol = _extra_field(extra, "protocol")
+    if protocol is not None and not isinstance(protocol, str):
+        raise TablestoreConnectionError(f"connection {conn_id!r}: extra 'protocol' must be http or https")
     return ConnectionSettings(
-        endpoint=normalize_endpoint(conn.host, conn.port),
+        endpoint=normalize_endpoint(conn.host, conn.port, protocol.lower() if protocol else None),
         access_key_id=conn.login,
         access_key_secret=conn.password,
         instance_name=instance_name,

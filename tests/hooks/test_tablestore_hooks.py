@@ -197,6 +197,39 @@ def test_test_connection_ok_and_failure(tablestore_airflow_conn: str, tablestore
     assert "wrong-secret-value-123" not in message
 
 
+def test_uri_connection_with_protocol_http_reaches_the_emulator(tablestore_emulator: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from urllib.parse import quote, urlsplit
+
+    where = urlsplit(tablestore_emulator.endpoint)
+    uri = (f"tablestore://{quote(tablestore_emulator.access_key_id, safe='')}:"
+           f"{quote(tablestore_emulator.access_key_secret, safe='')}@{where.hostname}:{where.port}"
+           f"?instance_name={tablestore_emulator.instance}&protocol=http")
+    monkeypatch.setenv("AIRFLOW_CONN_TS_URI", uri)
+    hook = TablestoreHook("ts_uri")
+    assert hook.get_config().endpoint == tablestore_emulator.endpoint
+    ok, message = hook.test_connection()
+    assert ok, message
+
+
+@pytest.mark.parametrize(("host", "protocol", "expected"), [
+    ("127.0.0.1", "http", "http://127.0.0.1:8800"),
+    ("h.example.com", "https", "https://h.example.com:8800"),
+    ("http://127.0.0.1", "http", "http://127.0.0.1:8800"),
+])
+def test_protocol_extra_sets_the_scheme_of_a_bare_host(host: str, protocol: str, expected: str) -> None:
+    assert normalize_endpoint(host, 8800, protocol) == expected
+
+
+@pytest.mark.parametrize(("host", "protocol", "fragment"), [
+    ("127.0.0.1", "ftp", "must be http or https"),
+    ("https://h.example.com", "http", "keep one of them"),
+])
+def test_bad_protocol_is_named(host: str, protocol: str, fragment: str) -> None:
+    with pytest.raises(TablestoreConnectionError, match=fragment):
+        normalize_endpoint(host, None, protocol)
+
+
 def test_table_hook_helpers(tablestore_airflow_conn: str, tablestore_client: Any) -> None:
     from airflow_helpers import simple_schema, unique
 
