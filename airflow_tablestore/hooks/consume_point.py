@@ -50,8 +50,13 @@ def evaluate_consume_point(description: TunnelDescription, cutoff_ns: int) -> Co
         )
     progress = consumed_through(description, cutoff_ns)
     kind = TunnelType(info.tunnel_type)
-    return ConsumePointCheck(progress.done, progress.consume_point_ns, info.tunnel_id, kind.value,
-                             progress.message)
+    message = progress.message
+    if progress.done and info.create_time_ns > cutoff_ns > 0:
+        # a channel's consume point starts where the tunnel started: a tunnel newer than the cutoff is "through
+        # the cutoff" before anything was read; say so, it surprises users of a default (interval end) cutoff
+        message = (f"tunnel created at {ns_to_iso(info.create_time_ns)}, after the cutoff "
+                   f"{ns_to_iso(cutoff_ns)}: nothing before the cutoff to wait for ({message})")
+    return ConsumePointCheck(progress.done, progress.consume_point_ns, info.tunnel_id, kind.value, message)
 
 
 def tunnel_problem_message(err: TablestoreError, table_name: str, tunnel_name: str) -> str:

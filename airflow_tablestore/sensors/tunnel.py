@@ -10,7 +10,7 @@ from airflow.sdk import Context, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
 from airflow_tablestore.client.epoch import parse_epoch_ns
-from airflow_tablestore.client.errors import NotFoundError, TunnelExpiredError
+from airflow_tablestore.client.errors import NotFoundError, TablestoreClientError, TunnelExpiredError
 from airflow_tablestore.hooks.consume_point import ConsumePointCheck, tunnel_problem_message
 from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
@@ -27,7 +27,9 @@ class TablestoreTunnelConsumePointSensor(TablestoreBaseSensor[TablestoreTunnelHo
     the task immediately (``AirflowFailException``: retrying cannot help).
 
     ``cutoff`` defaults to the run's ``data_interval_end``; runs without a data interval (manual runs in
-    Airflow 3) fall back to ``dag_run.run_after``, then to now.
+    Airflow 3) fall back to ``dag_run.run_after``, then to now. A tunnel created after the cutoff is through it
+    at once (its channels start where it started): the sensor then succeeds and logs that there was nothing to
+    wait for. A malformed ``cutoff`` fails the task at once (no retry).
 
     Deferrable by default when ``[operators] default_deferrable`` is set (recommended: reschedule mode is
     hit by an Airflow 3.2/3.3 executor race, see docs/airflow.md). The trigger stops after
@@ -67,7 +69,12 @@ class TablestoreTunnelConsumePointSensor(TablestoreBaseSensor[TablestoreTunnelHo
     def resolve_cutoff_ns(self, context: Context) -> int:
         """The cutoff in ns: ``cutoff``, else ``data_interval_end``, else ``dag_run.run_after``, else now."""
         if self.cutoff not in (None, ""):
-            return parse_epoch_ns(self.cutoff)
+            try:
+                return parse_epoch_ns(self.cutoff)
+            except TablestoreClientError as err:  # a malformed argument: no retry can fix it
+                raise AirflowFailException(
+                    f"cutoff {self.cutoff!r} is neither an ISO-8601 time (2026-11-25T10:00:00Z) nor epoch "
+                    f"seconds/ms/us/ns: {err.message}") from None
         interval_end = context.get("data_interval_end")
         if interval_end is not None:
             return parse_epoch_ns(interval_end)

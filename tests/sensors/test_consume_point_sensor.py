@@ -76,6 +76,27 @@ def test_poke_false_then_true(tablestore_airflow_conn: str, stream_tunnel: tuple
     assert done.xcom_value["consume_point_ns"] >= to_epoch_ns(PAST)
 
 
+def test_a_tunnel_created_after_the_cutoff_says_there_was_nothing_to_wait_for(
+    tablestore_airflow_conn: str, stream_tunnel: tuple[str, str]
+) -> None:
+    table, tunnel = stream_tunnel
+    done = _sensor(table, tunnel, tablestore_airflow_conn, cutoff=PAST).poke(NO_CONTEXT)
+    assert done.is_done and done.xcom_value is not None
+    line = done.xcom_value["message"]  # the line poke() logs
+    assert "nothing before the cutoff to wait for" in line and "after the cutoff 2000-01-01" in line
+    assert "\n" not in line
+    waiting = _sensor(table, tunnel, tablestore_airflow_conn, cutoff=FUTURE).poke(NO_CONTEXT)
+    assert waiting.is_done is False
+
+
+@pytest.mark.parametrize("cutoff", ["25/11/2026 10:00", "yesterday", "2026-13-45T00:00:00Z"])
+def test_a_malformed_cutoff_fails_at_once_in_one_line(cutoff: str) -> None:
+    with pytest.raises(AirflowFailException) as failed:
+        _sensor(cutoff=cutoff).resolve_cutoff_ns(NO_CONTEXT)
+    message = str(failed.value)
+    assert repr(cutoff) in message and "ISO-8601" in message and "\n" not in message
+
+
 def test_poke_fails_fast_on_a_wrong_secret(tablestore_emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
