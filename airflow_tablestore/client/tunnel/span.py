@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -111,8 +112,9 @@ class SpanRead:
     can hold (the replication consumer's rounds). Such a read is not repeatable at the head of a stream."""
 
     def __init__(self, client: Any, tunnel_id: str, client_id: str, channel_id: str, span: Span, *,
-                 whole_answers: bool = False, max_bytes: int | None = None) -> None:
+                 whole_answers: bool = False, max_bytes: int | None = None, settle_us: int = 0) -> None:
         self.client = client
+        self.settle_us = settle_us
         self.tunnel_id = tunnel_id
         self.client_id = client_id
         self.channel_id = channel_id
@@ -131,6 +133,11 @@ class SpanRead:
             self.end = SpanEnd(span.start, 0)
             return
         until = span.until_us
+        if until is not None and self.settle_us:
+            # the log is complete up to ``until`` once ``settle_us`` have passed: only then is the span repeatable
+            wait_us = until + self.settle_us - time.time_ns() // 1000
+            if wait_us > 0:
+                time.sleep(wait_us / 1e6)
         while True:
             result = self.client.read_records(self.tunnel_id, self.client_id, self.channel_id, token)
             self.reads += 1

@@ -134,9 +134,9 @@ class SourceOptions:
     """Streaming: the table where read tasks leave where their spans ended (created on first use)."""
     heartbeat_interval: float = 5.0
     client_timeout: int = 60
-    settle_ms: int = 1000
-    """Streaming: a micro-batch takes stream changes committed at least this long ago (the log is complete
-    up to then), so that a replayed batch yields the same records."""
+    settle_ms: int = 200
+    """Streaming: a read task reads a span only once its time bound is this old (the log is complete up to
+    then), so that a replayed batch yields the same records."""
     channel_wait_s: int = 300
     """Streaming: how long to wait for channels the query needs (held by a dead client until its timeout)."""
 
@@ -195,6 +195,6 @@ class SourceOptions:
             positions_table=str(lowered.get("positions_table") or "spark_tunnel_positions"),
             heartbeat_interval=float(_int(lowered, "heartbeat_interval", 5, 1) or 5),
             client_timeout=_int(lowered, "client_timeout", 60, 3) or 60,
-            settle_ms=_int(lowered, "settle_ms", 1000, 0) or 0,
+            settle_ms=_int(lowered, "settle_ms", 200, 0) or 0,
             channel_wait_s=_int(lowered, "channel_wait_s", 300, 1) or 300,
         )

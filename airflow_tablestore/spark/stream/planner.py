@@ -116,9 +116,6 @@ class StreamPlanner:
         session = self._session()
         self._commit(channels)  # the batch ending at ``start`` is committed by Spark
         deadline = time.monotonic() + self.options.channel_wait_s
-        if self.target_us is not None:
-            settle_until = self.target_us + self.options.settle_ms * 1000
-            time.sleep(max(0.0, (settle_until - time.time_ns() // 1000) / 1e6))
         while True:
             session.heartbeat()
             desc = self._describe()
@@ -177,7 +174,8 @@ class StreamPlanner:
             log.warning("no read task stored where span %s of channel %s ended (the batch was not read?): "
                         "reading it on the driver", key, channel_id)
             self._wait_owned([channel_id])
-            end = drain(SpanRead(self.client, self.tunnel_id, self._session().client_id, channel_id, span))
+            end = drain(SpanRead(self.client, self.tunnel_id, self._session().client_id, channel_id, span,
+                                 settle_us=self.options.settle_ms * 1000))
             self.store.put_end(self.tunnel_id, key, end)
         self._ends[key] = end
         return end
@@ -238,7 +236,8 @@ class StreamPlanner:
 
     # -- planning ---------------------------------------------------------------------------------------
     def _until(self) -> int:
-        until = time.time_ns() // 1000 - self.options.settle_ms * 1000
+        """The time bound of new stream spans: now (their reads wait until it is ``settle_ms`` old)."""
+        until = time.time_ns() // 1000
         return min(until, self.target_us) if self.target_us is not None else until
 
     def _plan(self, channels: dict[str, dict[str, Any]], desc: TunnelDescription,

@@ -96,7 +96,8 @@ def read_span_partition(partition: SpanPartition) -> Iterator[pa.RecordBatch]:
     client = settings.tunnel_client()
     store = PositionStore(settings, partition.options.positions_table)
     try:
-        read = SpanRead(client, partition.tunnel_id, partition.client_id, partition.channel_id, span)
+        read = SpanRead(client, partition.tunnel_id, partition.client_id, partition.channel_id, span,
+                        settle_us=partition.options.settle_ms * 1000)
         chunk = span.key(partition.channel_id)
         buffer: list[Any] = []
         index = 0
