@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from airflow.sdk import Context
 
@@ -37,25 +37,43 @@ PrimaryKeySpec = PrimaryKeyColumn | tuple[str, str] | Mapping[str, Any]
 ColumnSpec = DefinedColumn | tuple[str, str] | Mapping[str, Any]
 
 
+_KindT = TypeVar("_KindT", PrimaryKeyType, ColumnType)
+
+
+def _kind(enum: type[_KindT], raw: Any, what: str, name: Any) -> _KindT:
+    """``raw`` as a member of ``enum``; a ValueError naming the column and listing the valid types if it is not."""
+    try:
+        return enum(str(raw).upper())
+    except ValueError:
+        valid = ", ".join(member.value for member in enum)
+        label = "primary-key" if enum is PrimaryKeyType else "column"
+        raise ValueError(f"{what} {name!r}: type {raw!r} is not a Tablestore {label} type; use one of {valid}") \
+            from None
+
+
+def _name_and_type(spec: Any, what: str) -> tuple[str, Any]:
+    if isinstance(spec, Mapping):
+        if "name" not in spec or "type" not in spec:
+            raise ValueError(f"a {what} given as a dict needs 'name' and 'type', got {dict(spec)!r}")
+        return str(spec["name"]), spec["type"]
+    if isinstance(spec, (tuple, list)) and len(spec) == 2:
+        return str(spec[0]), spec[1]
+    raise ValueError(f"a {what} is (name, type) or {{'name': ..., 'type': ...}}, got {spec!r}")
+
+
 def _primary_key_column(spec: PrimaryKeySpec) -> PrimaryKeyColumn:
     if isinstance(spec, PrimaryKeyColumn):
         return spec
-    if isinstance(spec, Mapping):
-        return PrimaryKeyColumn(
-            str(spec["name"]), PrimaryKeyType(str(spec["type"]).upper()),
-            bool(spec.get("auto_increment", False)),
-        )
-    name, kind = spec
-    return PrimaryKeyColumn(name, PrimaryKeyType(kind.upper()))
+    name, kind = _name_and_type(spec, "primary-key column")
+    auto_increment = bool(spec.get("auto_increment", False)) if isinstance(spec, Mapping) else False
+    return PrimaryKeyColumn(name, _kind(PrimaryKeyType, kind, "primary-key column", name), auto_increment)
 
 
 def _defined_column(spec: ColumnSpec) -> DefinedColumn:
     if isinstance(spec, DefinedColumn):
         return spec
-    if isinstance(spec, Mapping):
-        return DefinedColumn(str(spec["name"]), ColumnType(str(spec["type"]).upper()))
-    name, kind = spec
-    return DefinedColumn(name, ColumnType(kind.upper()))
+    name, kind = _name_and_type(spec, "defined column")
+    return DefinedColumn(name, _kind(ColumnType, kind, "defined column", name))
 
 
 def _options(spec: TableOptions | Mapping[str, Any] | None) -> TableOptions:
@@ -128,6 +146,11 @@ class TablestoreCreateTableOperator(TablestoreBaseOperator[TablestoreHook]):
         self.source_table = source_table
         self.source_tablestore_conn_id = source_tablestore_conn_id
         self.raise_max_time_deviation = raise_max_time_deviation
+        # the literal schema is checked when the DAG is parsed: a wrong type fails the import, not the run
+        for key in primary_key or ():
+            _primary_key_column(key)
+        for column in defined_columns or ():
+            _defined_column(column)
 
     @cached_property
     def source_hook(self) -> TablestoreHook:

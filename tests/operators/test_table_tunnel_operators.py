@@ -84,6 +84,22 @@ def test_create_table_requires_a_schema(tablestore_airflow_conn: str) -> None:
         _create(unique("op_t"), tablestore_airflow_conn, source_table="x").execute(CTX)
 
 
+@pytest.mark.parametrize(("primary_key", "defined_columns", "fragment"), [
+    ([("id", "FLOAT")], [], "primary-key column 'id': type 'FLOAT' is not a Tablestore primary-key type; "
+                            "use one of INTEGER, STRING, BINARY"),
+    ([("id", "INTEGER")], [("at", "DATETIME")], "defined column 'at': type 'DATETIME' is not a Tablestore "
+                                                "column type; use one of INTEGER, DOUBLE, BOOLEAN, "
+                                                "STRING, BINARY"),
+    ([{"name": "id"}], [], "needs 'name' and 'type'"),
+    (["id"], [], "is (name, type)"),
+])
+def test_a_wrong_schema_type_fails_when_the_dag_is_parsed(primary_key: Any, defined_columns: Any,
+                                                          fragment: str) -> None:
+    with pytest.raises(ValueError) as info:  # in the operator's constructor: the DAG file does not import
+        _create(unique("op_t"), "tablestore_default", primary_key=primary_key, defined_columns=defined_columns)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
 def test_replica_copies_schema_options_stream_and_raises_time_deviation(
     tablestore_airflow_conn: str, tablestore_client: Any, tablestore_emulator: Any,
     monkeypatch: pytest.MonkeyPatch,
