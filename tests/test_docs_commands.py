@@ -128,10 +128,26 @@ def check_pip_install(command: str, tmp_path: Path) -> None:
 
 
 def check_export_connection(command: str, tmp_path: Path) -> None:
-    result = subprocess.run(["bash", "-c", f"{command}\nprintf %s \"$AIRFLOW_CONN_TABLESTORE_DEFAULT\""],
+    """The exported connection (JSON or URI form) parses into the hook's settings."""
+    from airflow.sdk import Connection
+
+    from airflow_tablestore.hooks.base import parse_connection
+
+    name = re.match(r"^export (AIRFLOW_CONN_\w+)=", command)
+    assert name is not None
+    result = subprocess.run(["bash", "-c", f"{command}\nprintf %s \"${name.group(1)}\""],
                             capture_output=True, text=True, check=True)
-    conn = json.loads(result.stdout)
-    assert conn["conn_type"] == "tablestore" and conn["extra"]["instance_name"]
+    value = result.stdout
+    if value.startswith("{"):
+        conn = Connection(conn_id="doc", **{k: v for k, v in json.loads(value).items() if k != "extra"},
+                          extra=json.dumps(json.loads(value).get("extra", {})))
+    else:
+        conn = Connection.from_uri(value, conn_id="doc")
+    assert conn.conn_type == "tablestore"
+    settings = parse_connection(conn, conn.extra_dejson)
+    assert settings.instance_name and settings.endpoint.startswith(("http://", "https://"))
+    if "protocol=http" in value:
+        assert settings.endpoint.startswith("http://"), settings.endpoint
 
 
 def check_export_consumer(command: str, tmp_path: Path) -> None:
@@ -171,7 +187,7 @@ RULES: list[tuple[str, Callable[[str, Path], None]]] = [
     (r"^make emulator$", check_make_emulator),
     (r"^make (demo|test|test-fast|test-compat|test-crash|lint|proto|bench|dist)$", check_make_target),
     (r"^pip install ", check_pip_install),
-    (r"^export AIRFLOW_CONN_TABLESTORE_DEFAULT=", check_export_connection),
+    (r"^export AIRFLOW_CONN_\w+=", check_export_connection),
     (r"^export TABLESTORE_", check_export_consumer),
     (r"^\.venv/bin/python -m pytest ", check_pytest),
     (r"^spark-submit ", check_spark_submit),
