@@ -126,6 +126,8 @@ def test_release_artifacts(dists: tuple[Path, Path]) -> None:
     # what the dags-folder lines and the DAGs' spark-submit tasks load from the installed package
     shipped = {"airflow_tablestore/example_dags/tablestore_replication.py",
                "airflow_tablestore/example_dags/tablestore_spark_job.py",
+               "airflow_tablestore/example_dags/tablestore_stream_job.py",
+               "airflow_tablestore/example_dags/jobs/tablestore_stream_changes.py",
                "airflow_tablestore/example_dags/jobs/tablestore_aggregate.py", "airflow_tablestore/spark/consumer.py",
                "airflow_tablestore/spark/application/tablestore_consumer.py", "pyspark_tablestore.py"}
     assert shipped <= names, sorted(shipped - names)
@@ -293,7 +295,8 @@ def _check_dags_folder_lines(bin_dir: Path, env: dict[str, str], tmp_path: Path)
     folder = tmp_path / "user_dags"
     folder.mkdir()
     expected = {}
-    for name, doc in (("tablestore_replication", "airflow.md"), ("tablestore_spark_job", "spark.md")):
+    for name, doc in (("tablestore_replication", "airflow.md"), ("tablestore_spark_job", "spark.md"),
+                      ("tablestore_stream_job", "spark.md")):
         line = f"from airflow_tablestore.example_dags.{name} import dag  # noqa: F401"
         assert line in (repo / "docs" / doc).read_text() and line in (repo / "dags" / f"{name}.py").read_text()
         (folder / f"enable_{name}.py").write_text(line + "\n")

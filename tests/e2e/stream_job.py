@@ -1,9 +1,11 @@
 """A user's streaming job for the streaming-source crash test (``spark-submit`` application, not a test module).
 
-``stream_job.py SINK TABLE TUNNEL OUTPUT CHECKPOINT [KEY=VALUE ...]`` drains the tunnel with
-``trigger(availableNow=True)`` into Spark's Parquet file sink (``SINK=files``) or a ``foreachBatch`` sink that
-writes each batch to ``OUTPUT/batch_id=N`` with overwrite (``SINK=foreach``: a replayed batch replaces its own
-output). Extra ``KEY=VALUE`` arguments are source options. The connection comes from ``TABLESTORE_*``.
+``stream_job.py SINKS TABLE OUTPUT CHECKPOINT [KEY=VALUE ...]`` drains, for each sink named in the comma-separated
+``SINKS``, the tunnel ``feed_<sink>`` of ``TABLE`` with ``trigger(availableNow=True)``: ``files`` into Spark's
+Parquet file sink at ``OUTPUT/files``; ``foreach`` through a ``foreachBatch`` sink that writes each batch to
+``OUTPUT/foreach/batch_id=N`` with overwrite (a replayed batch replaces its own output). The queries run at the
+same time in one Spark application, each with its checkpoint under ``CHECKPOINT/<sink>``. Extra ``KEY=VALUE``
+arguments are source options. The connection comes from ``TABLESTORE_*``.
 """
 
 from __future__ import annotations
@@ -17,27 +19,34 @@ from pyspark.sql import SparkSession
 from airflow_tablestore.spark.datasource.source import TablestoreDataSource
 
 
-def main(argv: list[str]) -> int:
-    sink, table, tunnel, output, checkpoint, *extra = argv
-    spark = SparkSession.builder.appName(f"stream-{sink}").getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(TablestoreDataSource)
-    reader = spark.readStream.format("tablestore").option("table", table).option("tunnel", tunnel)
+def start(spark: Any, sink: str, table: str, output: str, checkpoint: str, extra: list[str]) -> Any:
+    reader = spark.readStream.format("tablestore").option("table", table).option("tunnel", f"feed_{sink}")
     for item in extra:
         key, _, value = item.partition("=")
         reader = reader.option(key, value)
     frame = reader.load()
     if sink == "files":
-        writer = frame.writeStream.format("parquet").option("path", output)
+        writer = frame.writeStream.format("parquet").option("path", f"{output}/files")
     else:
         def write_batch(batch: Any, batch_id: int) -> None:
-            batch.write.mode("overwrite").parquet(f"{output}/batch_id={batch_id}")
+            batch.write.mode("overwrite").parquet(f"{output}/foreach/batch_id={batch_id}")
 
         writer = frame.writeStream.foreachBatch(write_batch)
-    query = writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
-    query.awaitTermination()
-    rows = sum(p["numInputRows"] for p in query.recentProgress)
-    print("STREAM_SUMMARY " + json.dumps({"batches": len(query.recentProgress), "rows": rows}), flush=True)
+    return writer.option("checkpointLocation", f"{checkpoint}/{sink}").trigger(availableNow=True).start()
+
+
+def main(argv: list[str]) -> int:
+    sinks, table, output, checkpoint, *extra = argv
+    spark = SparkSession.builder.appName("stream-crash-job").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(TablestoreDataSource)
+    queries = {sink: start(spark, sink, table, output, checkpoint, extra) for sink in sinks.split(",")}
+    summary = {}
+    for sink, query in queries.items():
+        query.awaitTermination()
+        summary[sink] = {"batches": len(query.recentProgress),
+                         "rows": sum(p["numInputRows"] for p in query.recentProgress)}
+    print("STREAM_SUMMARY " + json.dumps(summary), flush=True)
     spark.stop()
     return 0
 

@@ -199,7 +199,8 @@ def test_dags_folder_lines_enable_the_packaged_dags(tmp_path: Path, monkeypatch:
     the factory, the DAG processor (safe mode) finds each DAG once, in the file that binds it."""
     from airflow.dag_processing.dagbag import DagBag
 
-    for name, doc in (("tablestore_replication", "airflow.md"), ("tablestore_spark_job", "spark.md")):
+    for name, doc in (("tablestore_replication", "airflow.md"), ("tablestore_spark_job", "spark.md"),
+                      ("tablestore_stream_job", "spark.md")):
         line = f"from airflow_tablestore.example_dags.{name} import dag  # noqa: F401"
         assert line in (ROOT / "dags" / f"{name}.py").read_text().splitlines()
         assert line in (ROOT / "docs" / doc).read_text()
@@ -217,7 +218,8 @@ def test_dags_folder_lines_enable_the_packaged_dags(tmp_path: Path, monkeypatch:
     bag = DagBag(dag_folder=tmp_path, safe_mode=True, bundle_path=tmp_path)
     assert not bag.import_errors
     expected = {"tablestore_replication": "tablestore_replication.py",
-                "tablestore_spark_job": "tablestore_spark_job.py", "orders_replication": "orders.py"}
+                "tablestore_spark_job": "tablestore_spark_job.py",
+                "tablestore_stream_job": "tablestore_stream_job.py", "orders_replication": "orders.py"}
     assert {dag_id: Path(dag.fileloc) for dag_id, dag in bag.dags.items()} == {
         dag_id: tmp_path / name for dag_id, name in expected.items()}
     assert {dag_id: dag.relative_fileloc for dag_id, dag in bag.dags.items()} == expected

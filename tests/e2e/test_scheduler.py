@@ -23,11 +23,6 @@ stray file is gone), and the sensor resumed through the triggerer.
 from __future__ import annotations
 
 import json
-import os
-import socket
-import sqlite3
-import subprocess
-import sys
 import textwrap
 import time
 from collections import Counter
@@ -37,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 from replication_helpers import stream_changes, write_key
 
 from airflow_tablestore.client.model import RowWrite
@@ -47,7 +41,7 @@ from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
 
-from .spark_runs import FAST_JVM
+from .airflow_components import Airflow, components_env, free_port
 
 pytestmark = pytest.mark.slow
 DAG_ID = "tablestore_replication"
@@ -70,107 +64,6 @@ SENSOR_DAG = textwrap.dedent('''
             cutoff="{{ (dag_run.run_after + macros.timedelta(seconds=25)).isoformat() }}",
             poke_interval=2, timeout=600, deferrable=True)
 ''')
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Airflow:
-    """Airflow's components as processes, and the REST API they serve."""
-
-    def __init__(self, env: dict[str, str], home: Path, port: int) -> None:
-        self.env, self.home, self.port = env, home, port
-        self.base = f"http://127.0.0.1:{port}/api/v2"
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def start(self) -> None:
-        self.cli("db", "migrate", timeout=300)
-        # Four processes and the CLI write one SQLite file. In the default rollback journal a reader that starts
-        # to write while another process writes gets "database is locked" at once, whatever the busy timeout;
-        # write-ahead logging (kept in the file) lets readers and the one writer proceed.
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            db.execute("PRAGMA journal_mode=WAL")
-        for component in (["api-server", "--port", str(self.port), "--host", "127.0.0.1"], ["scheduler"],
-                          ["dag-processor"], ["triggerer"]):
-            log = (self.home / f"{component[0]}.log").open("wb")
-            self.procs.append(subprocess.Popen([sys.executable, "-m", "airflow", *component], env=self.env,
-                                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        self.wait(lambda: self.get(f"/dags/{DAG_ID}").get("dag_id") == DAG_ID, 240, "the DAG to be parsed")
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, 15)
-        for proc in self.procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-
-    def cli(self, *args: str, timeout: float = 120) -> str:
-        done = self._run_cli(args, timeout)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        return done.stdout
-
-    def create_backfill(self, *args: str, attempts: int = 5) -> str:
-        """``airflow backfill create``, tried again when SQLite refuses a lock upgrade.
-
-        Even in WAL mode, a transaction that read before it writes gets "database is locked" at once (no busy wait)
-        when another process committed in between. Airflow then deletes the partial backfill so that the user can
-        retry (``_cleanup_partial_backfill``); this is that retry.
-        """
-        for attempt in range(1, attempts + 1):
-            done = self._run_cli(("backfill", "create", *args), 120)
-            output = done.stdout[-3000:] + done.stderr[-3000:]
-            if done.returncode == 0:
-                return done.stdout
-            assert "database is locked" in output and attempt < attempts, output
-            time.sleep(attempt)
-        raise AssertionError("unreachable")
-
-    def _run_cli(self, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
-
-    def get(self, path: str, **params: Any) -> Any:
-        try:
-            response = requests.get(self.base + path, params=params, timeout=30)
-        except requests.ConnectionError:
-            return {}
-        return response.json() if response.ok else {}
-
-    def call(self, method: str, path: str, body: dict[str, Any]) -> Any:
-        response = requests.request(method, self.base + path, json=body, timeout=30)
-        assert response.ok, f"{method} {path}: {response.status_code} {response.text[:2000]}"
-        return response.json()
-
-    def wait(self, condition: Any, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            time.sleep(2)
-        logs = "".join((self.home / f"{name}.log").read_text(errors="replace")[-3000:]
-                       for name in ("scheduler", "dag-processor"))
-        raise AssertionError(f"timed out waiting for {what}\n{logs}")
-
-    def runs(self, dag_id: str = DAG_ID) -> list[dict[str, Any]]:
-        return list(self.get(f"/dags/{dag_id}/dagRuns", limit=100).get("dag_runs", []))
-
-    def wait_runs_done(self, dag_id: str = DAG_ID, timeout: float = 900) -> list[dict[str, Any]]:
-        def done() -> bool:
-            runs = self.runs(dag_id)
-            return bool(runs) and all(r["state"] in ("success", "failed") for r in runs)
-
-        self.wait(done, timeout, f"the runs of {dag_id} to finish")
-        return self.runs(dag_id)
-
-    def task_instances(self, run_id: str, dag_id: str = DAG_ID) -> list[dict[str, Any]]:
-        return list(self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances", limit=100)
-                    .get("task_instances", []))
 
 
 @pytest.fixture
@@ -209,22 +102,8 @@ def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, li
     (dags / "wait_for_replication.py").write_text(SENSOR_DAG)
     home = tmp_path / "airflow"
     port = free_port()
-    env = demo.airflow_env(home, emulator, spark_master="local[2]")
-    env.update({
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        # four processes and the CLI share one SQLite file: wait for its lock instead of failing at once
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db?timeout=60",
-        "AIRFLOW__CORE__PARALLELISM": "4",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-        "AIRFLOW__API_AUTH__JWT_SECRET": "scheduler-e2e-test-secret",
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__SCHEDULER__MIN_FILE_PROCESS_INTERVAL": "5",
-        "_JAVA_OPTIONS": FAST_JVM,
-    })
-    airflow = Airflow(env, home, port)
+    env = components_env(home, emulator, dags, port)
+    airflow = Airflow(env, home, port, DAG_ID)
     params = {"source_table": "orders", "tunnel_name": "replication", "sink_type": "parquet",
               "parquet_path": path, "records_per_channel": 500, "heartbeat_interval": 1}
     airflow.start()

@@ -3,8 +3,9 @@
 reads (after the n-th ReadRecords answer), during the sink write (later after a read), and between Spark's commit
 and the tunnel checkpoint (after the n-th lookup of a span end, and after a checkpoint) — the source emulator is
 SIGKILLed and restarted mid-run 3 times while changes keep coming, and a last run goes on while ~10% of every
-request fails. Spark's Parquet file sink, and a ``foreachBatch`` sink that writes by batch id, must then hold the
-base rows and every change exactly once.
+request fails. Two queries run in the job at the same time, each on its own tunnel of the table: one into Spark's
+Parquet file sink, one through a ``foreachBatch`` sink that writes by batch id; each must then hold the base rows
+and every change exactly once.
 
 Opt-in like the consumer's crash matrix: ``make test-crash`` (and ``.ci/run``).
 """
@@ -47,17 +48,19 @@ EMULATOR_ARGS = ["--base-channel-rows", "300", "--stream-partitions", "2", "--ma
 READ, CHECKPOINT, SPAN_END = "/tunnel/readrecords", "/tunnel/checkpoint", "/GetRow"
 
 
+SINKS = ("files", "foreach")
+
+
 @dataclasses.dataclass
 class Job:
     emulator: EmulatorProcess
-    sink: str
     output: Path
     checkpoint: Path
     report: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def launch(self, options: list[str]) -> subprocess.Popen[str]:
         cmd = [str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-               "--driver-java-options", FAST_JVM, JOB, self.sink, "orders", "feed", str(self.output),
+               "--driver-java-options", FAST_JVM, JOB, ",".join(SINKS), "orders", str(self.output),
                str(self.checkpoint), *SOURCE_OPTIONS, *options]
         return subprocess.Popen(cmd, env=consumer_env(self.emulator), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -182,11 +185,12 @@ def committed_files(output: Path) -> list[Path]:
     return [Path(f.removeprefix("file:")) for f in sorted(files)]
 
 
-def read_output(job: Job) -> list[Any]:
-    if job.sink == "files":
-        paths = committed_files(job.output)
+def read_output(job: Job, sink: str) -> list[Any]:
+    if sink == "files":
+        paths = committed_files(job.output / "files")
     else:
-        paths = [p for d in job.output.iterdir() if d.name.startswith("batch_id=") for p in d.glob("*.parquet")]
+        paths = [p for d in (job.output / "foreach").iterdir() if d.name.startswith("batch_id=")
+                 for p in d.glob("*.parquet")]
     tables = [pq.read_table(str(p)) for p in paths]
     tables = [t for t in tables if t.num_rows]
     return arrow_to_records(pa.concat_tables(tables)) if tables else []
@@ -198,14 +202,15 @@ def emulator(tmp_path: Path) -> Iterator[EmulatorProcess]:
         yield emu
 
 
-@pytest.mark.parametrize("sink", ["files", "foreach"])
-def test_stream_crashes(emulator: EmulatorProcess, tmp_path: Path, sink: str) -> None:
+def test_stream_crashes(emulator: EmulatorProcess, tmp_path: Path) -> None:
     client = TableClient(**emulator.client_kwargs)
     tunnels = TunnelClient(**emulator.client_kwargs)
-    make_source(client, tunnels, "orders", "feed", ROWS)
+    make_source(client, tunnels, "orders", f"feed_{SINKS[0]}", ROWS)
+    for sink in SINKS[1:]:
+        tunnels.create_tunnel("orders", f"feed_{sink}")
     expected_base = demo.snapshot(client, "orders")
-    job = Job(emulator, sink, tmp_path / "out", tmp_path / "checkpoint")
-    rng = random.Random(20261126 + len(sink))
+    job = Job(emulator, tmp_path / "out", tmp_path / "checkpoint")
+    rng = random.Random(20261126)
 
     # small batches: the base data takes many micro-batches, so the phase outlives its kills
     job.kill_phase("full", rng, ["max_records_per_trigger=150"])
@@ -233,12 +238,12 @@ def test_stream_crashes(emulator: EmulatorProcess, tmp_path: Path, sink: str) ->
     (tmp_path / "stream-crash-report.json").write_text(report)
     reached = [r for r in job.report if "path" in r and r["reached"] != COMPLETED]
     restarted = [r for r in job.report if "restarted" in r.get("emulator_restart", "")]
-    print(f"\nstreaming source crash test ({sink}): {len(reached)} kills, {len(restarted)} emulator restarts\n"
-          f"{report}")
-    records = read_output(job)
-    assert base_rows(records) == expected_base
-    assert len([r for r in records if r.sequence is None]) == ROWS  # no base row twice
-    assert stream_changes(records) == Counter(write_key(w) for w in writer.writes)  # each change exactly once
+    print(f"\nstreaming source crash test: {len(reached)} kills, {len(restarted)} emulator restarts\n{report}")
+    for sink in SINKS:
+        records = read_output(job, sink)
+        assert base_rows(records) == expected_base, sink
+        assert len([r for r in records if r.sequence is None]) == ROWS, sink  # no base row twice
+        assert stream_changes(records) == Counter(write_key(w) for w in writer.writes), sink  # each change once
     for phase in ("full", "incremental"):
         assert sum(1 for r in reached if r["phase"] == phase) >= KILLS_PER_PHASE, report
     assert len(restarted) >= EMULATOR_RESTARTS, report
