@@ -26,6 +26,7 @@ from airflow_tablestore.operators.rebuild import (
     TablestoreSwapRebuiltPartitionsOperator,
 )
 from airflow_tablestore.operators.replication import (
+    PLACEHOLDERS,
     RUN_CUTOFF,
     TablestoreAnnounceReplicationOperator,
     TablestoreReplicationPlanOperator,
@@ -60,9 +61,10 @@ def _params() -> dict[str, Param]:
                                                      "(Tablestore sink only; may be the source's)"),
         "spark_conn_id": Param("spark_default", type="string", minLength=1, title="Spark connection",
                                description="Airflow connection (type spark) naming the Spark master"),
-        "source_table": Param("source_table", type="string", minLength=1, title="Source table",
+        "source_table": Param(PLACEHOLDERS["source_table"], type="string", minLength=1, title="Source table",
                               description="the table to replicate (its stream must be enabled)"),
-        "destination_table": Param("replica_table", type="string", minLength=1, title="Destination table",
+        "destination_table": Param(PLACEHOLDERS["destination_table"], type="string", minLength=1,
+                                   title="Destination table",
                                    description="created from the source's schema if missing (Tablestore "
                                                "sink only); must differ from the source table on the same "
                                                "instance"),

@@ -38,6 +38,9 @@ RUN_CUTOFF = ("{{ (data_interval_end if data_interval_end is defined and data_in
 (a REST trigger with ``"logical_date": null`` has no data interval, and Airflow renders with StrictUndefined,
 hence ``is defined``)."""
 
+PLACEHOLDERS = {"source_table": "source_table", "destination_table": "replica_table"}
+"""The example replication DAG's default table names: a run that still has them was not configured."""
+
 PLAN_XCOM_KEY = "branches"
 """The XCom key of the task ids :class:`TablestoreReplicationPlanOperator` chose."""
 
@@ -57,6 +60,13 @@ def parameter_problems(*, sink_type: str, parquet_path: str | None, source_table
     :param sink_tablestore_conn_id: the replica's connection.
     """
     problems = []
+    placeholders = [f"{name}={value!r}" for name, value in (("source_table", source_table),
+                                                            ("destination_table", destination_table))
+                    if value == PLACEHOLDERS[name]]
+    if placeholders and source_table == PLACEHOLDERS["source_table"]:
+        problems.append(f"the parameters still hold the example's placeholders ({', '.join(placeholders)}): set "
+                        "your tables in the trigger form, or build the DAG with replication_dag(source_table=..., "
+                        "destination_table=...) for scheduled runs")
     if sink_type == "parquet" and not (parquet_path or "").strip():
         problems.append("the Parquet sink needs 'Change-log path' (parquet_path)")
     if sink_type == "tablestore" and destination_table == source_table \
@@ -104,7 +114,10 @@ def plan_branches(*, full_done: bool, progress: Progress, sink_type: str, start:
     if start is None or end is None or not (before_tunnel or (rerun and progress.done)):
         return branches or [wait_task_id], progress.message  # the phases (or nothing) do this run's work
     interval = f"[{start.isoformat()}, {end.isoformat()})"
-    if sink_type == "tablestore":
+    if sink_type == "tablestore" and not full_done:
+        reason = (f"the full phase copies the table as it was when the tunnel started, which covers the interval "
+                  f"{interval} ({progress.message})")
+    elif sink_type == "tablestore":
         reason = (f"{'rerun of ' if rerun else ''}the past interval {interval}: nothing to redo for the "
                   f"Tablestore sink, whose replica already holds later state ({progress.message})")
     elif not aligned(start, end, partition_by):

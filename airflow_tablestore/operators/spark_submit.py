@@ -56,6 +56,27 @@ def consumer_arguments(*, table: str, tunnel: str | XComArg, phase: str, sink: s
     return [part for flag, value in options if value is not None for part in (flag, str(value))]
 
 
+UNSET = ("", "None")
+"""What a template renders for a parameter that is not set (``{{ params.x }}`` of None is ``"None"``)."""
+
+
+def without_unset_options(args: list[Any] | None) -> list[Any] | None:
+    """``args`` without the ``--option value`` pairs whose rendered value is unset (:data:`UNSET`), so that no
+    ``None`` reaches a command line (the Tablestore sink's ``--sink-path {{ params.parquet_path }}``)."""
+    if not args:
+        return args
+    kept: list[Any] = []
+    i = 0
+    while i < len(args):
+        item = args[i]
+        if isinstance(item, str) and item.startswith("--") and i + 1 < len(args) and str(args[i + 1]) in UNSET:
+            i += 2
+            continue
+        kept.append(item)
+        i += 1
+    return kept
+
+
 class TablestoreSparkSubmitOperator(SparkSubmitOperator):
     """``SparkSubmitOperator`` for the consumer: the Spark connection id can come from a param (templated); it
     fails at once, without retries, when the worker has no ``spark-submit`` or no Java, or when the consumer
@@ -110,6 +131,7 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
         problem = spark_submit_problem(binary)
         if problem:
             raise AirflowFailException(problem)
+        self.application_args = without_unset_options(self.application_args)
         try:
             with tempfile.TemporaryDirectory(prefix="tablestore-spark-") as private:  # mode 0700
                 with fail_fast():  # a malformed Tablestore connection will not improve with retries

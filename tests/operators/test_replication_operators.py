@@ -29,9 +29,9 @@ from airflow_tablestore.operators.replication import (
 from airflow_tablestore.operators.spark_submit import consumer_arguments
 from airflow_tablestore.spark.sinks.parquet import REBUILD_PENDING, prepare_rebuild
 
-DEFAULTS: dict[str, Any] = {  # the example DAG's defaults
+DEFAULTS: dict[str, Any] = {  # the example DAG's defaults, with the tables set
     "tablestore_conn_id": "tablestore_default", "sink_tablestore_conn_id": "tablestore_default",
-    "source_table": "source_table", "destination_table": "replica_table", "sink_type": "tablestore",
+    "source_table": "orders", "destination_table": "orders_replica", "sink_type": "tablestore",
     "parquet_path": None,
 }
 H = datetime(2026, 11, 23, 13, tzinfo=UTC)
@@ -83,6 +83,20 @@ def test_parameter_combinations(changes: dict[str, Any], problem: str | None) ->
     assert (problem in " ".join(problems)) if problem else problems == []
 
 
+def test_an_unedited_copy_of_the_example_fails_at_once_naming_the_defaults_to_set() -> None:
+    from airflow_tablestore.example_dags.tablestore_replication import replication_dag
+
+    params = replication_dag("unedited_copy", auto_register=False).params
+    branch = TablestoreReplicationSinkBranchOperator(
+        task_id=unique("choose_sink"), tablestore_sink_task_id="create_table", parquet_sink_task_id="tunnel",
+        **(DEFAULTS | {"source_table": params["source_table"], "destination_table": params["destination_table"]}))
+    with pytest.raises(AirflowFailException) as failed:
+        branch.choose_branch(_context())
+    message = str(failed.value)
+    assert "placeholders (source_table='source_table', destination_table='replica_table')" in message
+    assert "replication_dag(source_table=" in message and "\n" not in message
+
+
 def test_sink_branch_fails_at_once_on_a_bad_combination_and_follows_the_sink() -> None:
     def branch(**changes: Any) -> TablestoreReplicationSinkBranchOperator:
         return TablestoreReplicationSinkBranchOperator(
@@ -126,6 +140,15 @@ def test_plan_branches(case: dict[str, Any], expected: list[str]) -> None:
     assert branches == expected
     if args["sink_type"] == "tablestore" and args["try_number"] > 1:
         assert "nothing to redo for the Tablestore sink" in reason
+
+
+def test_a_first_run_of_the_tablestore_sink_says_the_full_phase_covers_its_interval() -> None:
+    progress = SimpleNamespace(done=False, message="base data not consumed yet")
+    branches, reason = plan_branches(full_done=False, progress=progress, sink_type="tablestore",
+                                     start=H - timedelta(hours=1), end=H, try_number=1, run_type="scheduled",
+                                     stream_start_ns=TUNNEL_AFTER, **TASK_IDS)
+    assert branches == ["full_phase"]
+    assert "nothing to redo" not in reason and "the full phase copies the table" in reason
 
 
 def test_plan_branches_names_the_callers_tasks() -> None:

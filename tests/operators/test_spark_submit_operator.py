@@ -12,6 +12,7 @@ from airflow_tablestore.operators.spark_submit import (
     CONSUMER_APPLICATION,
     TablestoreSparkSubmitOperator,
     consumer_arguments,
+    without_unset_options,
 )
 from airflow_tablestore.spark.consumer import EXIT_BAD_ARGUMENTS, EXIT_PERMANENT, EXIT_RETRYABLE
 
@@ -53,3 +54,13 @@ def test_a_permanent_consumer_exit_fails_the_task_at_once(exit_code: int, perman
         assert info.value.__cause__ is reported
     else:
         assert info.value is reported
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--table", "t", "--sink-path", "None", "--sink-table", "r"], ["--table", "t", "--sink-table", "r"]),
+    (["--sink-path", "", "--cutoff", "2026-11-26T00:00:00Z"], ["--cutoff", "2026-11-26T00:00:00Z"]),
+    (["--table", "t"], ["--table", "t"]),
+    ([], []),
+])
+def test_unset_rendered_options_never_reach_the_command_line(args: list[str], expected: list[str]) -> None:
+    assert without_unset_options(args) == expected
