@@ -1,0 +1,37 @@
+"""docs/emulator.md's DAG test, copied out and run with pytest the way a user runs it: no conftest, no
+AIRFLOW_HOME, no migrated database; the installed plugin gives the emulator, an isolated Airflow and dag.test().
+(tests/compat runs the same file in a fresh venv with the documented extras.)"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "emulator.md"
+
+pytestmark = pytest.mark.slow
+
+
+def doc_test_file() -> str:
+    """The Python block of docs/emulator.md that starts with ``# test_my_dag.py``."""
+    blocks = re.findall(r"```python\n(# test_my_dag\.py\n.*?)```", DOC.read_text(), re.S)
+    assert len(blocks) == 1, "docs/emulator.md must hold one '# test_my_dag.py' block"
+    return blocks[0]
+
+
+def test_the_documented_dag_test_passes_with_no_setup(tmp_path: Path) -> None:
+    (tmp_path / "test_my_dag.py").write_text(doc_test_file())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTEST_"))}
+    home = Path.home() / "airflow"
+    existed = home.exists()
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
+                             str(tmp_path), str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert re.search(r"\b1 passed\b", result.stdout), result.stdout[-2000:]
+    assert home.exists() == existed  # the isolated home, never ~/airflow
