@@ -16,21 +16,16 @@ Results go to ``benchmarks/results/datasource.md``.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table.client import TableClient
-from airflow_tablestore.client.tunnel.client import TunnelClient
-from airflow_tablestore.emulator.testing import EmulatorProcess
 from benchmarks.bench_spark import TABLE, DiscardSink, _tunnel, run_spark
-from benchmarks.common import load_user_rows
+from benchmarks.common import load_user_rows, spark_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "datasource.md"
@@ -71,33 +66,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split-size-mb", type=int, default=4)
     parser.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/datasource.md")
     args = parser.parse_args(argv)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # pyspark_tablestore.py (Spark's lookup of the format) is importable from the repository root
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    work = Path(tempfile.mkdtemp(prefix="bench-datasource-"))
-    (work / "emu").mkdir()
-    emulator = EmulatorProcess(data_dir=work / "emu", extra_args=["--base-channel-rows", str(args.channel_rows),
-                                                                   "--log-level", "WARNING"])
-    spark = None
-    try:
-        emulator.start()
-        tables = TableClient(**emulator.client_kwargs)
-        tunnels = TunnelClient(**emulator.client_kwargs)
-        settings = ConnectionSettings(emulator.endpoint, emulator.instance, emulator.access_key_id,
-                                      emulator.access_key_secret)
-        options = {"table": TABLE, "endpoint": emulator.endpoint, "instance": emulator.instance,
-                   "access_key_id": emulator.access_key_id, "access_key_secret": emulator.access_key_secret,
-                   "split_size_mb": str(args.split_size_mb)}
+    with spark_bench("datasource", ["--base-channel-rows", str(args.channel_rows)]) as bench:
+        tables, tunnels, settings = bench.tables, bench.tunnels, bench.settings
+        options = {"table": TABLE, **bench.connection, "split_size_mb": str(args.split_size_mb)}
         print(f"loading {args.rows} rows ...", flush=True)
         load_user_rows(tables, TABLE, args.rows)
         partitions = len(tables.compute_split_points_by_size(TABLE, args.split_size_mb << 20).ranges())
 
-        from pyspark.sql import SparkSession
-
-        spark = (SparkSession.builder.master("local[2]").appName("bench-datasource")
-                 .config("spark.ui.enabled", "false").getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = bench.spark()
         run_spark(spark, settings, _tunnel(tunnels, "warm"), DiscardSink(), 50_000)  # Python workers up
         read_table(spark, options, args.rows)
 
@@ -118,10 +94,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             RESULTS.write_text(report)
             print(f"wrote {RESULTS}")
         return 0
-    finally:
-        if spark is not None:
-            spark.stop()
-        emulator.close()
 
 
 def render(args: argparse.Namespace, partitions: int, rounds: list[tuple[float, float, float]]) -> str:

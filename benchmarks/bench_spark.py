@@ -19,11 +19,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
 import pstats
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,11 +34,10 @@ from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
 from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
 from airflow_tablestore.client.tunnel.processor import ChannelContext
 from airflow_tablestore.client.tunnel.worker import TunnelWorker
-from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.driver import ConsumerJob, JobSummary
 from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
-from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows
+from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows, spark_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "spark.md"
@@ -178,20 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--records-per-channel", type=int, default=50_000)
     parser.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/spark.md")
     args = parser.parse_args(argv)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
-    emulator = EmulatorProcess(data_dir=work / "emu", extra_args=["--base-channel-rows", str(args.channel_rows),
-                                                                   "--log-level", "WARNING"])
-    (work / "emu").mkdir()
-    spark = None
-    try:
-        emulator.start()
-        tables = TableClient(**emulator.client_kwargs)
-        tc = TunnelClient(**emulator.client_kwargs)
-        settings = ConnectionSettings(emulator.endpoint, emulator.instance, emulator.access_key_id,
-                                      emulator.access_key_secret)
+    with spark_bench("spark", ["--base-channel-rows", str(args.channel_rows)]) as bench:
+        tables, tc, settings, work = bench.tables, bench.tunnels, bench.settings, bench.work
         print(f"loading {args.rows} rows ...", flush=True)
         load_s = load(tables, args.rows)
         print(f"loaded in {load_s:.1f}s", flush=True)
@@ -206,13 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["worker_parquet"] = (t, args.rows)
         print(f"TunnelWorker, parquet: {t:.2f}s ({args.rows / t:,.0f} rec/s)", flush=True)
 
-        from pyspark.sql import SparkSession
-
-        t0 = time.monotonic()
-        spark = (SparkSession.builder.master("local[2]").appName("bench-spark")
-                 .config("spark.ui.enabled", "false").getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
-        startup = time.monotonic() - t0
+        spark = bench.spark()
         warm = run_spark(spark, settings, _tunnel(tc, "s-warm"), DiscardSink(),
                          args.records_per_channel)  # starts the Python workers
         summaries: dict[str, JobSummary] = {}
@@ -228,17 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             results[name] = (s.seconds, s.records)
             print(f"{name}: {s.seconds:.2f}s ({s.records_per_second:,.0f} rec/s) profile {s.profile}", flush=True)
         shares = read_profile(tc, new_tunnel(tc, "profile"))
-        report = render(args, load_s, startup, warm, results, summaries, shares)
+        report = render(args, load_s, bench.startup_s, warm, results, summaries, shares)
         print(report)
         if not args.no_write:
             RESULTS.write_text(report)
             print(f"wrote {RESULTS}")
         return 0
-    finally:
-        if spark is not None:
-            spark.stop()
-        emulator.close()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _tunnel(tc: TunnelClient, name: str) -> str:

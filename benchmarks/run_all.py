@@ -27,6 +27,7 @@ SECTIONS = [
     ("stream_worker", "StreamWorker"),
     ("spark", "Spark consumer"),
     ("datasource", "Spark data source"),
+    ("stream", "Spark streaming source"),
     ("spark-fencing", "Spark consumer before/after fencing"),
     ("spark-fencing-sink", "Tablestore sink fence cost"),
     ("memory", "Spark consumer memory"),
