@@ -92,3 +92,56 @@ def add_random_faults(emulator: EmulatorProcess, seed: int) -> None:
     control.add_fault("*", "OTSServerBusy", count=10**6, probability=0.05, seed=seed)
     control.add_fault("*", "OTSTimeout", message="Request timeout.", count=10**6, probability=0.03 / 0.95)
     control.add_fault("*", None, count=10**6, delay_s=3.5, probability=0.02 / 0.92)
+
+
+def finish_or_kill(emulator: EmulatorProcess, proc: subprocess.Popen[str], kill: Kill) -> tuple[int, str, bool]:
+    """Let the job run, SIGKILLing its process group ``kill.delay_s`` after the server's ``kill.nth`` answer to
+    ``kill.path``; returns (exit code, output, whether the kill fired). ``kill.reached`` says what happened."""
+    seen = 0
+    fired = threading.Event()
+
+    def listen(line: str) -> None:
+        nonlocal seen
+        match = REQUEST.search(line)
+        if match is None or fired.is_set() or match.group(1) != kill.path:
+            return
+        seen += 1
+        if seen == kill.nth:
+            fired.set()
+            threading.Thread(target=kill_later, args=(proc, kill.delay_s), daemon=True).start()
+
+    emulator.listeners.append(listen)
+    try:
+        code, out = finish(proc)
+    finally:
+        emulator.listeners.remove(listen)
+    kill.reached = (f"after answer {kill.nth} to {kill.path} (+{kill.delay_s * 1000:.0f} ms)" if fired.is_set()
+                    else COMPLETED)
+    return code, out, fired.is_set()
+
+
+def restart_after_reads(emulator: EmulatorProcess, proc: subprocess.Popen[str], after_reads: int,
+                        wait_s: float = 180) -> bool:
+    """SIGKILL the emulator after its ``after_reads``-th ReadRecords answer to the running job and restart it on
+    the same port and data; False when the job ended first."""
+    seen = 0
+    fired = threading.Event()
+
+    def listen(line: str) -> None:
+        nonlocal seen
+        match = REQUEST.search(line)
+        if match and match.group(1) == "/tunnel/readrecords" and not fired.is_set():
+            seen += 1
+            if seen == after_reads:
+                fired.set()
+
+    emulator.listeners.append(listen)
+    try:
+        assert fired.wait(wait_s) or proc.poll() is not None
+    finally:
+        emulator.listeners.remove(listen)
+    if fired.is_set():
+        emulator.kill()
+        time.sleep(1.0)
+        emulator.start()
+    return fired.is_set()

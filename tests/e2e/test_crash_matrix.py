@@ -18,7 +18,6 @@ import json
 import random
 import re
 import subprocess
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -39,7 +38,16 @@ from airflow_tablestore.spark.sinks.parquet import read_change_log
 from airflow_tablestore.spark.sinks.purge import minimum_horizon_s
 from demo import replication as demo
 
-from .crash_tools import COMPLETED, REQUEST, ROWS, Kill, SourceWriter, add_random_faults, finish, kill_later
+from .crash_tools import (
+    COMPLETED,
+    ROWS,
+    Kill,
+    SourceWriter,
+    add_random_faults,
+    finish,
+    finish_or_kill,
+    restart_after_reads,
+)
 from .spark_runs import BIN, FAST_JVM, base_rows, consumer_env, wait_until_gone
 
 pytestmark = pytest.mark.slow
@@ -103,34 +111,12 @@ def run_killed(world: World, args: list[str], kill: Kill) -> None:
     emulator = world.source if kill.where == "source" else world.sink
     assert emulator is not None
     proc = launch(world, args)
-    seen = 0
-    last: list[str] = []
-    fired = threading.Event()
-
-    def listen(line: str) -> None:
-        nonlocal seen
-        match = REQUEST.search(line)
-        if match is None or fired.is_set():
-            return
-        last.append(match.group(1))
-        if match.group(1) == kill.path:
-            seen += 1
-            if seen == kill.nth:
-                fired.set()
-                threading.Thread(target=kill_later, args=(proc, kill.delay_s), daemon=True).start()
-
-    emulator.listeners.append(listen)
-    try:
-        code, out = finish(proc)
-    finally:
-        emulator.listeners.remove(listen)
-    if fired.is_set():
+    code, out, fired = finish_or_kill(emulator, proc, kill)
+    if fired:
         wait_until_gone(proc.pid)
-        kill.reached = f"after answer {kill.nth} to {kill.path} (+{kill.delay_s * 1000:.0f} ms)"
     else:
         assert code == 0, out[-6000:]
         world.note_purges(out)
-        kill.reached = COMPLETED
     world.report.append(dataclasses.asdict(kill))
 
 
@@ -170,27 +156,8 @@ def restart_mid_run(world: World, args: list[str], after_reads: int) -> str:
     """SIGKILL the source emulator after the consumer's n-th read, restart it on the same port and data; the
     consumer either rides it out (retries) or fails and is run again."""
     proc = launch(world, args)
-    seen = 0
-    fired = threading.Event()
-
-    def listen(line: str) -> None:
-        nonlocal seen
-        match = REQUEST.search(line)
-        if match and match.group(1) == READ and not fired.is_set():
-            seen += 1
-            if seen == after_reads:
-                fired.set()
-
-    world.source.listeners.append(listen)
-    try:
-        assert fired.wait(120) or proc.poll() is not None
-    finally:
-        world.source.listeners.remove(listen)
     outcome = "run completed before the restart point"
-    if fired.is_set():
-        world.source.kill()
-        time.sleep(1.0)
-        world.source.start()
+    if restart_after_reads(world.source, proc, after_reads):
         outcome = f"emulator SIGKILLed after read {after_reads} and restarted"
     code, out = finish(proc)
     world.note_purges(out)

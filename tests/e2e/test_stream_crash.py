@@ -3,9 +3,9 @@
 reads (after the n-th ReadRecords answer), during the sink write (later after a read), and between Spark's commit
 and the tunnel checkpoint (after the n-th lookup of a span end, and after a checkpoint) — the source emulator is
 SIGKILLed and restarted mid-run 3 times while changes keep coming, and a last run goes on while ~10% of every
-request fails. Two queries run in the job at the same time, each on its own tunnel of the table: one into Spark's
-Parquet file sink, one through a ``foreachBatch`` sink that writes by batch id; each must then hold the base rows
-and every change exactly once.
+request fails. Two queries run in the job one after the other (taking turns to go first), each on its own tunnel of
+the table: one into Spark's Parquet file sink, one through a ``foreachBatch`` sink that writes by batch id; each
+must then hold the base rows and every change exactly once.
 
 Opt-in like the consumer's crash matrix: ``make test-crash`` (and ``.ci/run``).
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import re
 import subprocess
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -34,7 +34,16 @@ from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from demo import replication as demo
 
-from .crash_tools import COMPLETED, REQUEST, ROWS, Kill, SourceWriter, add_random_faults, finish, kill_later
+from .crash_tools import (
+    COMPLETED,
+    ROWS,
+    Kill,
+    SourceWriter,
+    add_random_faults,
+    finish,
+    finish_or_kill,
+    restart_after_reads,
+)
 from .spark_runs import BIN, FAST_JVM, base_rows, consumer_env, wait_until_gone
 
 pytestmark = pytest.mark.slow
@@ -57,10 +66,13 @@ class Job:
     output: Path
     checkpoint: Path
     report: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    launches: int = 0
 
     def launch(self, options: list[str]) -> subprocess.Popen[str]:
+        self.launches += 1  # the queries take turns to run first, so that kills reach both
+        order = SINKS if self.launches % 2 else SINKS[::-1]
         cmd = [str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-               "--driver-java-options", FAST_JVM, JOB, ",".join(SINKS), "orders", str(self.output),
+               "--driver-java-options", FAST_JVM, JOB, ",".join(order), "orders", str(self.output),
                str(self.checkpoint), *SOURCE_OPTIONS, *options]
         return subprocess.Popen(cmd, env=consumer_env(self.emulator), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -71,38 +83,19 @@ class Job:
         for attempt in range(1, attempts + 1):
             code, out = finish(self.launch(options))
             if code == 0:
-                assert "STREAM_SUMMARY" in out, out[-6000:]
+                assert "STREAM_SUMMARY" in out, digest(out)
                 return out
-            assert attempt < attempts, out[-6000:]
+            assert attempt < attempts, digest(out)
             self.report.append({"rerun_after_failure": out[-600:]})
         raise AssertionError("unreachable")
 
     def run_killed(self, options: list[str], kill: Kill) -> None:
         proc = self.launch(options)
-        seen = 0
-        fired = threading.Event()
-
-        def listen(line: str) -> None:
-            nonlocal seen
-            match = REQUEST.search(line)
-            if match is None or fired.is_set() or match.group(1) != kill.path:
-                return
-            seen += 1
-            if seen == kill.nth:
-                fired.set()
-                threading.Thread(target=kill_later, args=(proc, kill.delay_s), daemon=True).start()
-
-        self.emulator.listeners.append(listen)
-        try:
-            code, out = finish(proc)
-        finally:
-            self.emulator.listeners.remove(listen)
-        if fired.is_set():
+        code, out, fired = finish_or_kill(self.emulator, proc, kill)
+        if fired:
             wait_until_gone(proc.pid)
-            kill.reached = f"after answer {kill.nth} to {kill.path} (+{kill.delay_s * 1000:.0f} ms)"
         else:
-            assert code == 0, out[-6000:]
-            kill.reached = COMPLETED
+            assert code == 0, digest(out)
         self.report.append(dataclasses.asdict(kill))
 
     def kill_phase(self, phase: str, rng: random.Random, options: list[str],
@@ -117,27 +110,8 @@ class Job:
 
     def restart_mid_run(self, after_reads: int) -> str:
         proc = self.launch([])
-        seen = 0
-        fired = threading.Event()
-
-        def listen(line: str) -> None:
-            nonlocal seen
-            match = REQUEST.search(line)
-            if match and match.group(1) == READ and not fired.is_set():
-                seen += 1
-                if seen == after_reads:
-                    fired.set()
-
-        self.emulator.listeners.append(listen)
-        try:
-            assert fired.wait(180) or proc.poll() is not None
-        finally:
-            self.emulator.listeners.remove(listen)
         outcome = "run completed before the restart point"
-        if fired.is_set():
-            self.emulator.kill()
-            time.sleep(1.0)
-            self.emulator.start()
+        if restart_after_reads(self.emulator, proc, after_reads):
             outcome = f"emulator SIGKILLed after read {after_reads} and restarted"
         code, out = finish(proc)
         if code != 0:
@@ -147,6 +121,13 @@ class Job:
             outcome += "; the job rode it out"
         self.report.append({"phase": "incremental", "emulator_restart": outcome})
         return outcome
+
+
+def digest(out: str) -> str:
+    """A failed job's output, shortened: its error lines (without Java stack frames), then its end."""
+    errors = [line for line in out.splitlines()
+              if re.search(r"Error|Exception|Traceback|File \"|STREAM_", line) and not line.lstrip().startswith("at ")]
+    return "\n".join(errors[:80]) + "\n...\n" + out[-2500:]
 
 
 def kill_plan(phase: str, rng: random.Random, count: int) -> list[Kill]:

@@ -29,7 +29,6 @@ from airflow_tablestore.client.model import (
     TableSchema,
     WriteType,
 )
-from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.table.rows import TableRows
 from airflow_tablestore.emulator.testing import EmulatorProcess
@@ -69,19 +68,6 @@ def spark(tablestore_emulator: EmulatorProcess) -> Iterator[Any]:
     logging.getLogger("py4j").setLevel(logging.WARNING)
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="module")
-def client(settings: ConnectionSettings) -> Iterator[TableClient]:
-    with settings.table_client() as table_client:
-        yield table_client
-
-
-@pytest.fixture(scope="module")
-def connection(tablestore_emulator: EmulatorProcess) -> dict[str, str]:
-    return {"endpoint": tablestore_emulator.endpoint, "instance": tablestore_emulator.instance,
-            "access_key_id": tablestore_emulator.access_key_id,
-            "access_key_secret": tablestore_emulator.access_key_secret}
 
 
 TYPED_ROWS: list[tuple[tuple[int, str], dict[str, Any]]] = [
