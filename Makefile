@@ -25,9 +25,9 @@ test: venv
 test-compat: venv
 	TABLESTORE_COMPAT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/compat
 
-# The crash matrix (SIGKILLs of the consumer and the emulator, faults; minutes): tests/e2e/test_crash_matrix.py
+# The crash tests (SIGKILLs of the consumer / a streaming job and the emulator, faults; minutes)
 test-crash: venv
-	TABLESTORE_CRASH=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/e2e/test_crash_matrix.py
+	TABLESTORE_CRASH=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/e2e/test_crash_matrix.py tests/e2e/test_stream_crash.py
 
 test-fast: venv
 	$(BIN)/python -m pytest -q -m "not slow and not oracle" tests
