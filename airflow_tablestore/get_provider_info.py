@@ -47,6 +47,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "airflow_tablestore.operators.table",
                     "airflow_tablestore.operators.tunnel",
+                    "airflow_tablestore.operators.consume",
                     "airflow_tablestore.operators.spark_submit",
                     "airflow_tablestore.operators.replication",
                     "airflow_tablestore.operators.rebuild",

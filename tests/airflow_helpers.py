@@ -39,14 +39,14 @@ def simple_schema(name: str, *, stream: bool = True) -> TableSchema:
     )
 
 
-def own_emulator() -> Any:
-    """A module-scoped ``tablestore_emulator`` override, for test modules that move the emulator's clock (the
-    shared session emulator of the other Airflow-layer tests keeps real time): ``tablestore_emulator =
-    own_emulator()`` at module level."""
+def own_emulator(extra_args: list[str] | None = None) -> Any:
+    """A module-scoped ``tablestore_emulator`` override, for test modules that move the emulator's clock or need
+    other flags (the shared session emulator of the other Airflow-layer tests keeps real time):
+    ``tablestore_emulator = own_emulator()`` at module level."""
 
     @pytest.fixture(scope="module")
     def tablestore_emulator() -> Iterator[EmulatorProcess]:
-        with EmulatorProcess() as emulator:
+        with EmulatorProcess(extra_args=extra_args) as emulator:
             yield emulator
 
     return tablestore_emulator
