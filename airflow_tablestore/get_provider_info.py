@@ -57,13 +57,13 @@ def get_provider_info() -> dict[str, Any]:
         "sensors": [
             {
                 "integration-name": INTEGRATION,
-                "python-modules": ["airflow_tablestore.sensors.tunnel"],
+                "python-modules": ["airflow_tablestore.sensors.tunnel", "airflow_tablestore.sensors.row"],
             }
         ],
         "triggers": [
             {
                 "integration-name": INTEGRATION,
-                "python-modules": ["airflow_tablestore.triggers.tunnel"],
+                "python-modules": ["airflow_tablestore.triggers.tunnel", "airflow_tablestore.triggers.row"],
             }
         ],
         "asset-uris": [
