@@ -150,6 +150,31 @@ def check_export_connection(command: str, tmp_path: Path) -> None:
         assert settings.endpoint.startswith("http://"), settings.endpoint
 
 
+def check_export_airflow_setting(command: str, tmp_path: Path) -> None:
+    """``AIRFLOW_HOME`` or an ``AIRFLOW__SECTION__KEY`` that Airflow's configuration knows."""
+    from airflow.configuration import conf
+
+    match = re.match(r"^export AIRFLOW__([A-Z_]+?)__([A-Z_]+)=\S+$", command)
+    if command.startswith("export AIRFLOW_HOME="):
+        return
+    assert match, command
+    section, key = match.group(1).lower(), match.group(2).lower()
+    assert conf.has_option(section, key), f"[{section}] {key} is not an Airflow setting"
+
+
+def check_airflow_command(command: str, tmp_path: Path) -> None:
+    """An Airflow CLI command: it exists and knows every flag the docs give it (``--help`` only)."""
+    words = shlex.split(command)
+    subcommand = [w for w in words[1:] if not w.startswith("-")][:2]
+    if subcommand[:1] != ["db"]:
+        subcommand = subcommand[:1]
+    result = subprocess.run([sys.executable, "-m", "airflow", *subcommand, "--help"], capture_output=True,
+                            text=True, timeout=120, env={**os.environ, "AIRFLOW_HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    for flag in (w for w in words if w.startswith("--")):
+        assert flag in result.stdout, f"{command}: airflow {' '.join(subcommand)} has no {flag}"
+
+
 def check_export_consumer(command: str, tmp_path: Path) -> None:
     result = subprocess.run(["bash", "-c", f"{command}\nenv"], capture_output=True, text=True, check=True)
     for name in ("TABLESTORE_ENDPOINT", "TABLESTORE_INSTANCE", "TABLESTORE_ACCESS_KEY_ID",
@@ -188,6 +213,8 @@ RULES: list[tuple[str, Callable[[str, Path], None]]] = [
     (r"^make (demo|test|test-fast|test-compat|test-crash|lint|proto|bench|dist)$", check_make_target),
     (r"^pip install ", check_pip_install),
     (r"^export AIRFLOW_CONN_\w+=", check_export_connection),
+    (r"^export AIRFLOW_(HOME|_\w+)=", check_export_airflow_setting),
+    (r"^airflow (db migrate|api-server|scheduler|dag-processor|triggerer)\b", check_airflow_command),
     (r"^export TABLESTORE_", check_export_consumer),
     (r"^\.venv/bin/python -m pytest ", check_pytest),
     (r"^spark-submit ", check_spark_submit),
