@@ -115,6 +115,29 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
         else:
             self.application_args = [*(self.application_args or []), "--credentials-file", str(path)]
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Lineage of a consumer run, from its command line: the source table (``--table``) as input, the
+        replica (``--sink tablestore --sink-table``) or the change log (``--sink parquet --sink-path``) as
+        output, named ``tablestore://<instance>/<table>``; None without the OpenLineage provider or a
+        ``--table``."""
+        from airflow_tablestore.hooks.table import TablestoreHook
+        from airflow_tablestore.operators._lineage import option_value, table_lineage
+
+        args = self.application_args
+        table = option_value(args, "--table")
+        if table is None:
+            return None
+        source = TablestoreHook(self.tablestore_conn_id).get_config().instance_name
+        outputs: list[tuple[str, str]] = []
+        paths: list[str] = []
+        sink_table, sink_path = option_value(args, "--sink-table"), option_value(args, "--sink-path")
+        if option_value(args, "--sink") == "tablestore" and sink_table:
+            sink_conn = self.sink_tablestore_conn_id or self.tablestore_conn_id
+            outputs.append((TablestoreHook(sink_conn).get_config().instance_name, sink_table))
+        elif option_value(args, "--sink") == "parquet" and sink_path:
+            paths.append(sink_path)
+        return table_lineage(inputs=[(source, table)], outputs=outputs, path_outputs=paths)
+
     def execute(self, context: Any) -> dict[str, Any] | None:  # type: ignore[override]
         """Run the consumer; returns its summary (records, consume point, ...) as the task's XCom, or None
         when the driver ran elsewhere (cluster deploy mode)."""

@@ -64,3 +64,30 @@ def test_a_permanent_consumer_exit_fails_the_task_at_once(exit_code: int, perman
 ])
 def test_unset_rendered_options_never_reach_the_command_line(args: list[str], expected: list[str]) -> None:
     assert without_unset_options(args) == expected
+
+
+@pytest.mark.parametrize(("sink_args", "outputs"), [
+    (["--sink", "tablestore", "--sink-table", "orders_replica", "--sink-path", "None"],
+     [("tablestore://emulator", "orders_replica")]),
+    (["--sink", "parquet", "--sink-path", "/data/changes"], [("file", "/data/changes")]),
+    (["--sink", "parquet", "--sink-path", "s3://lake/orders/changes"], [("s3://lake", "orders/changes")]),
+])
+def test_openlineage_names_the_source_table_and_the_sink(tablestore_airflow_conn: str,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         sink_args: list[str], outputs: list[tuple[str, str]]) -> None:
+    """Stand-ins for the OpenLineage classes (optional dependency) record what the operator builds."""
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    facet, extractors = ModuleType("facet"), ModuleType("extractors")
+    facet.Dataset = lambda namespace, name: (namespace, name)  # type: ignore[attr-defined]
+    extractors.OperatorLineage = SimpleNamespace  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "airflow.providers.common.compat.openlineage.facet", facet)
+    monkeypatch.setitem(sys.modules, "airflow.providers.openlineage.extractors", extractors)
+    operator = TablestoreSparkSubmitOperator(
+        task_id=unique("consume"), application="app.py", tablestore_conn_id=tablestore_airflow_conn,
+        sink_tablestore_conn_id=tablestore_airflow_conn,
+        application_args=["--table", "orders", "--tunnel", "t", "--phase", "full", *sink_args])
+    lineage = operator.get_openlineage_facets_on_complete(None)
+    assert lineage.inputs == [("tablestore://emulator", "orders")]
+    assert lineage.outputs == outputs
