@@ -50,3 +50,17 @@ def own_emulator(extra_args: list[str] | None = None) -> Any:
             yield emulator
 
     return tablestore_emulator
+
+
+def first_trigger_event(trigger: Any) -> dict[str, Any]:
+    """The payload of the first event a trigger yields (run on its own event loop, as the triggerer would)."""
+    import asyncio
+
+    async def first() -> Any:
+        agen = trigger.run()
+        try:
+            return await anext(agen)
+        finally:
+            await agen.aclose()
+
+    return dict(asyncio.run(first()).payload)

@@ -3,15 +3,13 @@ events (success when a writer arrives, timeout, errors), and arguments that fail
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import threading
-from collections.abc import AsyncGenerator
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, TaskDeferred
-from airflow_helpers import unique
+from airflow_helpers import first_trigger_event, unique
 
 from airflow_tablestore.hooks.row_check import RowCheck
 from airflow_tablestore.hooks.table import TablestoreHook
@@ -24,17 +22,6 @@ NO_CONTEXT: Any = {}
 def _sensor(table: str, conn: str = "tablestore_default", **kwargs: Any) -> TablestoreRowSensor:
     kwargs.setdefault("primary_key", {"id": "a", "seq": 1})
     return TablestoreRowSensor(task_id=unique("wait_row"), table_name=table, tablestore_conn_id=conn, **kwargs)
-
-
-def _first_event(trigger: TablestoreRowTrigger) -> dict[str, Any]:
-    async def first() -> Any:
-        agen = cast(AsyncGenerator[Any, None], trigger.run())
-        try:
-            return await anext(agen)
-        finally:
-            await agen.aclose()
-
-    return asyncio.run(first()).payload
 
 
 def test_poke_waits_for_the_row_then_for_the_value(tablestore_airflow_conn: str, stream_table: str,
@@ -65,7 +52,7 @@ def test_deferrable_sensor_defers_and_its_trigger_fires_when_the_value_arrives(
     writer = threading.Timer(1.0, lambda: tablestore_client.put_row(stream_table, [("id", "b"), ("seq", 2)],
                                                                       [("status", "done")]))
     writer.start()
-    event = _first_event(rebuilt)
+    event = first_trigger_event(rebuilt)
     writer.join()
     assert event["status"] == "success" and "'done'" in event["message"]
     assert sensor.execute_complete(NO_CONTEXT, event) == {"message": event["message"]}
@@ -74,13 +61,13 @@ def test_deferrable_sensor_defers_and_its_trigger_fires_when_the_value_arrives(
 def test_trigger_times_out_and_reports_errors(tablestore_airflow_conn: str, stream_table: str) -> None:
     hook_params = TablestoreHook(tablestore_airflow_conn).hook_params
     check = RowCheck.build(stream_table, {"id": "zz", "seq": 9}, None, None).as_dict()
-    timeout = _first_event(TablestoreRowTrigger(check=check, hook_params=hook_params, poll_interval=0.1,
+    timeout = first_trigger_event(TablestoreRowTrigger(check=check, hook_params=hook_params, poll_interval=0.1,
                                                 max_wait_seconds=0.5))
     assert timeout["status"] == "timeout"
     with pytest.raises(AirflowSensorTimeout):
         _sensor(stream_table).execute_complete(NO_CONTEXT, timeout)
     missing = RowCheck.build(unique("no_table"), {"id": "a"}, None, None).as_dict()
-    error = _first_event(TablestoreRowTrigger(check=missing, hook_params=hook_params, poll_interval=0.1))
+    error = first_trigger_event(TablestoreRowTrigger(check=missing, hook_params=hook_params, poll_interval=0.1))
     assert error["status"] == "error" and error["code"] == "OTSObjectNotExist"
     with pytest.raises(AirflowFailException, match="waiting for the row failed"):
         _sensor(stream_table).execute_complete(NO_CONTEXT, error)

@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import json
-from collections.abc import AsyncGenerator
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from airflow_helpers import unique
+from airflow_helpers import first_trigger_event, unique
 
 from airflow_tablestore.client.epoch import parse_epoch_ns as to_epoch_ns
 from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigger
-
-
-def _first_event(trigger: TablestoreTunnelConsumePointTrigger) -> dict[str, Any]:
-    async def first() -> Any:
-        agen = cast(AsyncGenerator[Any, None], trigger.run())
-        try:
-            return await anext(agen)
-        finally:
-            await agen.aclose()
-
-    return asyncio.run(first()).payload
 
 
 def _trigger(table: str, tunnel: str, conn: str, cutoff_ns: int, **kwargs: Any) -> TablestoreTunnelConsumePointTrigger:
@@ -71,7 +58,7 @@ def test_success_once_a_real_consumer_passes_the_cutoff(
     worker = TunnelWorker(tablestore_tunnel_client, tunnel_id,
                           CallbackProcessor(lambda records, ctx: seen.extend(records)), config).start()
     try:
-        event = _first_event(_trigger(stream_table, "tr", tablestore_airflow_conn, cutoff_ns,
+        event = first_trigger_event(_trigger(stream_table, "tr", tablestore_airflow_conn, cutoff_ns,
                                       poll_interval=0.2, max_wait_seconds=120))
     finally:
         worker.shutdown(timeout=30)
@@ -102,7 +89,7 @@ def test_base_data_tunnel_succeeds_once_every_channel_terminated(
     try:
         # The cutoff is irrelevant for BaseData tunnels: far future still succeeds once all channels end.
         far = to_epoch_ns(datetime.now(UTC) + timedelta(days=365))
-        event = _first_event(_trigger(stream_table, "base", tablestore_airflow_conn, far, poll_interval=0.2,
+        event = first_trigger_event(_trigger(stream_table, "base", tablestore_airflow_conn, far, poll_interval=0.2,
                                       max_wait_seconds=120))
     finally:
         worker.shutdown(timeout=30)
@@ -115,14 +102,14 @@ def test_timeout_event_on_own_deadline(tablestore_airflow_conn: str, stream_tabl
                                        tablestore_tunnel_client: Any) -> None:
     tablestore_tunnel_client.create_tunnel(stream_table, "idle", TunnelType.STREAM)
     far = to_epoch_ns(datetime.now(UTC) + timedelta(days=1))
-    event = _first_event(_trigger(stream_table, "idle", tablestore_airflow_conn, far, poll_interval=0.1,
+    event = first_trigger_event(_trigger(stream_table, "idle", tablestore_airflow_conn, far, poll_interval=0.1,
                                   max_wait_seconds=0.3))
     assert event["status"] == "timeout"
     assert "max_wait_seconds=0.3" in event["message"]
 
 
 def test_error_event_for_missing_tunnel(tablestore_airflow_conn: str, stream_table: str) -> None:
-    event = _first_event(_trigger(stream_table, unique("missing"), tablestore_airflow_conn, 1, poll_interval=0.1,
+    event = first_trigger_event(_trigger(stream_table, unique("missing"), tablestore_airflow_conn, 1, poll_interval=0.1,
                                   max_wait_seconds=30))
     assert event["status"] == "error"
     assert "does not exist" in event["message"] and "TablestoreCreateTunnelOperator" in event["message"]
@@ -136,7 +123,7 @@ def test_error_event_for_broken_connection(monkeypatch: pytest.MonkeyPatch) -> N
     trigger = TablestoreTunnelConsumePointTrigger(table_name="t", tunnel_name="tn", cutoff_ns=1,
                                                   hook_params={"tablestore_conn_id": "ts_broken"},
                                                   poll_interval=0.1, max_wait_seconds=5)
-    event = _first_event(trigger)
+    event = first_trigger_event(trigger)
     assert event["status"] == "error" and "instance_name" in event["message"]
     assert "broken-secret-1234" not in json.dumps(event)
 
@@ -145,6 +132,6 @@ def test_error_event_for_unknown_connection_id() -> None:
     trigger = TablestoreTunnelConsumePointTrigger(table_name="t", tunnel_name="tn", cutoff_ns=1,
                                                   hook_params={"tablestore_conn_id": "no_such_conn_" + unique("c")},
                                                   poll_interval=0.1, max_wait_seconds=5)
-    event = _first_event(trigger)
+    event = first_trigger_event(trigger)
     assert event["status"] == "error"
     assert "no_such_conn_" in event["message"]
