@@ -20,6 +20,29 @@ from demo import replication as demo
 
 from .spark_runs import FAST_JVM
 
+IMMEDIATE_CLI = """
+import sys
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+
+@event.listens_for(Engine, "connect")
+def _driver_leaves_transactions_to_sqlalchemy(dbapi_connection, record):
+    dbapi_connection.isolation_level = None
+
+
+@event.listens_for(Engine, "begin")
+def _begin_immediate(connection):
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+from airflow.__main__ import main
+
+sys.argv = ["airflow", *sys.argv[1:]]
+sys.exit(main())
+"""
+"""The Airflow CLI with every SQLite transaction begun ``IMMEDIATE`` (:meth:`Airflow.create_backfill`)."""
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -87,21 +110,18 @@ class Airflow:
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done.stdout
 
-    def create_backfill(self, *args: str, attempts: int = 5) -> str:
-        """``airflow backfill create``, tried again when SQLite refuses a lock upgrade.
+    def create_backfill(self, *args: str) -> str:
+        """``airflow backfill create`` with SQLite transactions that take the write lock when they begin.
 
-        Even in WAL mode, a transaction that read before it writes gets "database is locked" at once (no busy wait)
-        when another process committed in between. Airflow then deletes the partial backfill so that the user can
-        retry (``_cleanup_partial_backfill``); this is that retry.
+        Even in WAL mode, a deferred transaction that read before it writes gets "database is locked" at once (no
+        busy wait) when another process committed in between. Airflow then deletes the partial backfill's runs,
+        and a scheduler that had one of them loaded crashes (ObjectDeletedError). ``BEGIN IMMEDIATE`` makes the
+        CLI wait for the lock (the busy timeout) instead, so the conflict never happens.
         """
-        for attempt in range(1, attempts + 1):
-            done = self._run_cli(("backfill", "create", *args), 120)
-            output = done.stdout[-3000:] + done.stderr[-3000:]
-            if done.returncode == 0:
-                return done.stdout
-            assert "database is locked" in output and attempt < attempts, output
-            time.sleep(attempt)
-        raise AssertionError("unreachable")
+        done = subprocess.run([sys.executable, "-c", IMMEDIATE_CLI, "backfill", "create", *args], env=self.env,
+                              capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done.stdout
 
     def _run_cli(self, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True,
