@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context
+from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
 from airflow_tablestore.operators.base import CONNECTION_TEMPLATE_FIELDS, HookT, TablestoreHookMixin
@@ -28,3 +29,17 @@ class TablestoreBaseSensor(BaseSensorOperator, TablestoreHookMixin[HookT]):
     def execute(self, context: Context) -> Any:
         """Poke until done (``BaseSensorOperator.execute``); the hooks' clients are closed afterwards."""
         return super().execute(context)
+
+    def successful_event(self, event: dict[str, Any] | None, waiting_for: str) -> dict[str, Any]:
+        """A trigger's event when it reports success; a missing, timeout or error event becomes the task's
+        outcome (skip on timeout with ``soft_fail``, else a sensor timeout; an error fails at once)."""
+        if not event:
+            raise AirflowFailException("trigger ended without an event")
+        if event.get("status") == "success":
+            return event
+        message = str(event.get("message") or event)
+        if event.get("status") == "timeout":
+            if self.soft_fail:
+                raise AirflowSkipException(message)
+            raise AirflowSensorTimeout(message)
+        raise AirflowFailException(f"waiting for {waiting_for} failed: {message}")

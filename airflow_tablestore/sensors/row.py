@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import Context, PokeReturnValue, conf
-from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.row_check import RowCheck
@@ -90,14 +90,6 @@ class TablestoreRowSensor(TablestoreBaseSensor[TablestoreHook]):
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> dict[str, Any]:
         """Resume after the trigger: the success payload, or the timeout / error as the task's outcome."""
-        if not event:
-            raise AirflowFailException("trigger ended without an event")
-        message = str(event.get("message") or event)
-        if event.get("status") == "success":
-            self.log.info("%s", message)
-            return {"message": message}
-        if event.get("status") == "timeout":
-            if self.soft_fail:
-                raise AirflowSkipException(message)
-            raise AirflowSensorTimeout(message)
-        raise AirflowFailException(f"waiting for the row failed: {message}")
+        message = str(self.successful_event(event, "the row").get("message"))
+        self.log.info("%s", message)
+        return {"message": message}

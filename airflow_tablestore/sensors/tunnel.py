@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import Context, PokeReturnValue, conf
-from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.client.epoch import parse_epoch_ns
 from airflow_tablestore.client.errors import NotFoundError, TablestoreClientError, TunnelExpiredError
@@ -122,15 +122,6 @@ class TablestoreTunnelConsumePointSensor(TablestoreBaseSensor[TablestoreTunnelHo
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> dict[str, Any]:
         """Resume after the trigger: return the success payload, raise on timeout/error events."""
-        if not event:
-            raise AirflowFailException("trigger ended without an event")
-        status = event.get("status")
-        if status == "success":
-            self.log.info("Tunnel %r reached the cutoff: %s", self.tunnel_name, event.get("message"))
-            return {k: v for k, v in event.items() if k not in ("status", "table_name", "tunnel_name", "cutoff_ns")}
-        message = str(event.get("message") or event)
-        if status == "timeout":
-            if self.soft_fail:
-                raise AirflowSkipException(message)
-            raise AirflowSensorTimeout(message)
-        raise AirflowFailException(f"waiting for the tunnel consume point failed: {message}")
+        event = self.successful_event(event, "the tunnel consume point")
+        self.log.info("Tunnel %r reached the cutoff: %s", self.tunnel_name, event.get("message"))
+        return {k: v for k, v in event.items() if k not in ("status", "table_name", "tunnel_name", "cutoff_ns")}
