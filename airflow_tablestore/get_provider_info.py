@@ -66,6 +66,10 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_tablestore.triggers.tunnel", "airflow_tablestore.triggers.row"],
             }
         ],
+        "extra-links": [
+            "airflow_tablestore.links.console.TablestoreInstanceLink",
+            "airflow_tablestore.links.console.TablestoreTableLink",
+        ],
         "asset-uris": [
             {
                 "schemes": ["tablestore"],

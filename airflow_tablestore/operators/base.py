@@ -25,6 +25,7 @@ from typing import Any, Generic, TypeVar
 from airflow.sdk import BaseOperator
 
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID, TablestoreBaseHook
+from airflow_tablestore.links.console import CONSOLE_LINKS
 
 HookT = TypeVar("HookT", bound=TablestoreBaseHook[Any])
 
@@ -88,9 +89,10 @@ class TablestoreHookMixin(Generic[HookT]):
 
 
 class TablestoreBaseOperator(BaseOperator, TablestoreHookMixin[HookT]):
-    """Base of the Tablestore operators: the connection arguments and the cached ``hook``."""
+    """Base of the Tablestore operators: the connection arguments, the cached ``hook`` and the console links."""
 
     template_fields: Sequence[str] = CONNECTION_TEMPLATE_FIELDS
+    operator_extra_links = CONSOLE_LINKS
 
     def __init__(self, *, tablestore_conn_id: str = DEFAULT_CONN_ID, region: str | None = None,
                  **kwargs: Any) -> None:

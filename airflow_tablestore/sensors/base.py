@@ -13,13 +13,15 @@ from airflow.sdk import BaseSensorOperator, Context
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
+from airflow_tablestore.links.console import CONSOLE_LINKS
 from airflow_tablestore.operators.base import CONNECTION_TEMPLATE_FIELDS, HookT, TablestoreHookMixin
 
 
 class TablestoreBaseSensor(BaseSensorOperator, TablestoreHookMixin[HookT]):
-    """Base of the Tablestore sensors: the connection arguments and the cached ``hook``."""
+    """Base of the Tablestore sensors: the connection arguments, the cached ``hook`` and the console links."""
 
     template_fields: Sequence[str] = CONNECTION_TEMPLATE_FIELDS
+    operator_extra_links = CONSOLE_LINKS
 
     def __init__(self, *, tablestore_conn_id: str = DEFAULT_CONN_ID, region: str | None = None,
                  **kwargs: Any) -> None:
