@@ -63,7 +63,7 @@ class TablestoreTunnelConsumeOperator(TablestoreBaseOperator[TablestoreTunnelHoo
 
     :param table_name: table of the tunnel.
     :param tunnel_name: tunnel to consume (see ``TablestoreCreateTunnelOperator``).
-    :param apply_function: ``f(records: list[Record])``, or its dotted import path; templated.
+    :param apply_function: ``f(records: list[Record])``, or its dotted import path (not templated).
     :param cutoff: stop once the tunnel is consumed through this time (datetime, ISO-8601 or epoch number;
         templated). ``None``: no cutoff (give ``max_records`` or ``max_seconds``).
     :param max_records: stop soon after this many records were handed over.
@@ -76,8 +76,8 @@ class TablestoreTunnelConsumeOperator(TablestoreBaseOperator[TablestoreTunnelHoo
     """
 
     hook_class = TablestoreTunnelHook
-    template_fields: Sequence[str] = tablestore_template_fields("table_name", "tunnel_name", "apply_function",
-                                                                "cutoff")
+    # not apply_function: Airflow calls a callable in a templated field at render time, with the context
+    template_fields: Sequence[str] = tablestore_template_fields("table_name", "tunnel_name", "cutoff")
     ui_color = "#ffc77a"
 
     def __init__(
