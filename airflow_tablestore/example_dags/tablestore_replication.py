@@ -77,11 +77,14 @@ def _params() -> dict[str, Param]:
         "parquet_path": Param(None, type=["null", "string"], title="Change-log path",
                               description="directory or URI of the Parquet change log: required with the "
                                           "Parquet sink, ignored with the Tablestore sink"),
-        "records_per_channel": Param(50000, type="integer", minimum=1, title="Records per channel and round",
+        "records_per_channel": Param(50000, type="integer", minimum=1, maximum=10_000_000,
+                                     title="Records per channel and round",
                                      description="the most records one Spark task reads from a channel per "
-                                                 "round (memory per task)"),
-        "heartbeat_interval": Param(5, type="number", exclusiveMinimum=0, title="Heartbeat interval (s)",
-                                    description="seconds between the consumer's tunnel heartbeats"),
+                                                 "round (memory per task), 1 to 10,000,000"),
+        "heartbeat_interval": Param(5, type="number", exclusiveMinimum=0, exclusiveMaximum=60,
+                                    title="Heartbeat interval (s)",
+                                    description="seconds between the consumer's tunnel heartbeats: above 0, "
+                                                "below the consumer's 60 s client timeout"),
     }
 
 

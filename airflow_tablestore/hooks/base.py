@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 from urllib.parse import urlsplit
 
 from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException
 
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.settings import ConnectionSettings
@@ -242,10 +243,20 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT], metaclass=ABCMeta):
         self._config = config
         return config
 
+    def _undefined(self) -> TablestoreConnectionError:
+        """A connection id no connection has: an argument no retry can fix."""
+        name = f"AIRFLOW_CONN_{str(self.tablestore_conn_id).upper()}"
+        return TablestoreConnectionError(
+            f"connection {self.tablestore_conn_id!r} is not defined: create it (Admin > Connections, or the "
+            f"environment variable {name}) or pass the id of a tablestore connection")
+
     def get_config(self) -> ConnectionSettings:
         """Parse (once) and return the connection configuration."""
         if self._config is None:
-            conn = self.get_connection(self.tablestore_conn_id)
+            try:
+                conn = self.get_connection(self.tablestore_conn_id)
+            except AirflowNotFoundException:
+                raise self._undefined() from None
             self._register(parse_connection(conn, conn.extra_dejson, **self._overrides()))
         assert self._config is not None
         return self._config
@@ -253,7 +264,10 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT], metaclass=ABCMeta):
     async def aget_config(self) -> ConnectionSettings:
         """Async :meth:`get_config` for triggers (uses ``aget_connection``; never blocks the event loop)."""
         if self._config is None:
-            conn = await self.aget_connection(self.tablestore_conn_id)
+            try:
+                conn = await self.aget_connection(self.tablestore_conn_id)
+            except AirflowNotFoundException:
+                raise self._undefined() from None
             config = parse_connection(conn, await aextra_dejson(conn), **self._overrides())
             await amask_secret(config.access_key_secret)
             if config.sts_token:

@@ -30,6 +30,8 @@ class RowCheck:
             if not isinstance(value, (int, str)) or isinstance(value, bool):
                 raise ValueError(f"primary-key column {name!r}: the sensor takes INTEGER and STRING values, got "
                                  f"{type(value).__name__} {value!r}")
+        if column is not None and (not isinstance(column, str) or not column):
+            raise ValueError(f"column must be a non-empty column name (or None: the row's existence), got {column!r}")
         if expected is not None and column is None:
             raise ValueError("expected needs column: the column whose value to wait for")
         values = None if expected is None else tuple(expected) if isinstance(expected, (list, tuple, set)) \

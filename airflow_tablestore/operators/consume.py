@@ -26,7 +26,7 @@ from airflow_tablestore.client.tunnel.cutoff import consumed_through
 from airflow_tablestore.client.tunnel.processor import CallbackProcessor, ChannelContext
 from airflow_tablestore.client.tunnel.worker import TunnelWorker
 from airflow_tablestore.hooks.consume_point import tunnel_problem_message
-from airflow_tablestore.hooks.failures import fail_fast
+from airflow_tablestore.hooks.failures import check_non_empty, check_positive, check_table_name, fail_fast
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
 
@@ -93,12 +93,10 @@ class TablestoreTunnelConsumeOperator(TablestoreBaseOperator[TablestoreTunnelHoo
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
-            raise ValueError(f"max_records must be a positive integer, got {max_records!r}")
-        if not max_seconds > 0:
-            raise ValueError(f"max_seconds must be positive, got {max_seconds!r}")
-        if not heartbeat_interval > 0:
-            raise ValueError(f"heartbeat_interval must be positive, got {heartbeat_interval!r}")
+        if max_records is not None:
+            check_positive("max_records", max_records, integer=True)
+        check_positive("max_seconds", max_seconds)
+        check_positive("heartbeat_interval", heartbeat_interval)
         self.table_name = table_name
         self.tunnel_name = tunnel_name
         self.apply_function = apply_function
@@ -109,6 +107,8 @@ class TablestoreTunnelConsumeOperator(TablestoreBaseOperator[TablestoreTunnelHoo
 
     def execute(self, context: Context) -> dict[str, Any]:
         with fail_fast():
+            check_table_name("table_name", self.table_name)
+            check_non_empty("tunnel_name", self.tunnel_name)
             function = resolve_function(self.apply_function)
             cutoff_ns = self._cutoff_ns()
             try:

@@ -19,11 +19,11 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from airflow_tablestore.hooks.failures import fail_fast
+from airflow_tablestore.hooks.failures import check_choice, check_non_empty, check_table_name, fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
-from airflow_tablestore.operators.replication import PLAN_XCOM_KEY
+from airflow_tablestore.operators.replication import PARTITIONINGS, PLAN_XCOM_KEY
 
 
 def outside_retention(start: datetime, end: datetime, retention_hours: int, now: datetime) -> str | None:
@@ -42,6 +42,13 @@ def _data_interval(context: Context) -> tuple[datetime, datetime]:
     if start is None or end is None:
         raise AirflowFailException("a rebuild needs the run's data interval (a run with a logical date)")
     return start, end
+
+
+def _check_names(table_name: str, tunnel_name: str, **paths: str) -> None:
+    check_table_name("table_name", table_name)
+    check_non_empty("tunnel_name", tunnel_name)
+    for argument, path in paths.items():  # an empty path would be the worker's working directory
+        check_non_empty(argument, path, "a non-empty path or URI")
 
 
 class TablestoreCreateRebuildTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook]):
@@ -84,6 +91,8 @@ class TablestoreCreateRebuildTunnelOperator(TablestoreBaseOperator[TablestoreTun
             chosen = context["ti"].xcom_pull(task_ids=self.plan_task_id, key=PLAN_XCOM_KEY) or []
             if self.task_id not in chosen:
                 raise AirflowSkipException(f"{self.plan_task_id} did not choose a rebuild for this run")
+        with fail_fast():
+            _check_names(self.table_name, self.tunnel_name, parquet_path=self.parquet_path)
         start, end = _data_interval(context)
         name = f"{self.tunnel_name}-rebuild-{start:%Y%m%dT%H%M%S}"
         tables = TablestoreHook(self.tablestore_conn_id, region=self.region)
@@ -129,6 +138,7 @@ class TablestoreSwapRebuiltPartitionsOperator(TablestoreBaseOperator[TablestoreT
     def __init__(self, *, table_name: str, tunnel_name: str, parquet_path: str, staging_path: str,
                  partition_by: str = "hour", **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        check_choice("partition_by", partition_by, PARTITIONINGS)
         self.table_name = table_name
         self.tunnel_name = tunnel_name
         self.parquet_path = parquet_path
@@ -138,6 +148,9 @@ class TablestoreSwapRebuiltPartitionsOperator(TablestoreBaseOperator[TablestoreT
     def execute(self, context: Context) -> list[str]:
         from airflow_tablestore.spark.sinks.parquet import replace_partitions
 
+        with fail_fast():
+            _check_names(self.table_name, self.tunnel_name, parquet_path=self.parquet_path,
+                         staging_path=self.staging_path)
         start, end = _data_interval(context)
         replaced = replace_partitions(self.parquet_path, self.staging_path, start, end, self.partition_by)
         with self.make_hook() as tunnels, fail_fast():

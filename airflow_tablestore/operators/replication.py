@@ -24,7 +24,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.assets.tablestore import create_asset
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
-from airflow_tablestore.hooks.failures import fail_fast
+from airflow_tablestore.hooks.failures import check_choice, check_non_empty, check_table_name, fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 from airflow_tablestore.operators.base import TablestoreHookMixin, tablestore_template_fields
@@ -46,6 +46,18 @@ PLAN_XCOM_KEY = "branches"
 
 DEFAULT_ASSET_ALIAS = "tablestore_replication"
 """The ``AssetAlias`` a replication's Asset events are added to."""
+
+SINK_TYPES = ("tablestore", "parquet")
+"""The replication's sinks."""
+
+PARTITIONINGS = ("hour", "day")
+"""The partitionings of a replication's change log (its intervals are rebuilt and announced per partition)."""
+TASK_ID = "a task id (a non-empty string)"
+
+
+def _check_task_ids(**task_ids: Any) -> None:
+    for argument, task_id in task_ids.items():
+        check_non_empty(argument, task_id, TASK_ID)
 
 
 def parameter_problems(*, sink_type: str, parquet_path: str | None, source_table: str, destination_table: str,
@@ -156,6 +168,7 @@ class TablestoreReplicationSinkBranchOperator(BaseBranchOperator):
                  tablestore_conn_id: str = DEFAULT_CONN_ID, sink_tablestore_conn_id: str = DEFAULT_CONN_ID,
                  tablestore_sink_task_id: str, parquet_sink_task_id: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        _check_task_ids(tablestore_sink_task_id=tablestore_sink_task_id, parquet_sink_task_id=parquet_sink_task_id)
         self.sink_type = sink_type
         self.parquet_path = parquet_path
         self.source_table = source_table
@@ -166,6 +179,13 @@ class TablestoreReplicationSinkBranchOperator(BaseBranchOperator):
         self.parquet_sink_task_id = parquet_sink_task_id
 
     def choose_branch(self, context: Context) -> str:
+        with fail_fast():
+            check_choice("sink_type", self.sink_type, SINK_TYPES)
+            check_table_name("source_table", self.source_table)
+            if self.sink_type == "tablestore":
+                check_table_name("destination_table", self.destination_table)
+            check_non_empty("tablestore_conn_id", self.tablestore_conn_id)
+            check_non_empty("sink_tablestore_conn_id", self.sink_tablestore_conn_id)
         problems = parameter_problems(
             sink_type=self.sink_type, parquet_path=self.parquet_path, source_table=self.source_table,
             destination_table=self.destination_table, tablestore_conn_id=self.tablestore_conn_id,
@@ -202,6 +222,9 @@ class TablestoreReplicationPlanOperator(BaseBranchOperator, TablestoreHookMixin[
                  wait_task_id: str, tablestore_conn_id: str = DEFAULT_CONN_ID, region: str | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        check_choice("partition_by", partition_by, PARTITIONINGS)
+        _check_task_ids(full_phase_task_id=full_phase_task_id, incremental_phase_task_id=incremental_phase_task_id,
+                        rebuild_task_id=rebuild_task_id, wait_task_id=wait_task_id)
         self._init_connection(tablestore_conn_id, region)
         self.table_name = table_name
         self.tunnel_name = tunnel_name
@@ -213,11 +236,20 @@ class TablestoreReplicationPlanOperator(BaseBranchOperator, TablestoreHookMixin[
 
     def choose_branch(self, context: Context) -> list[str]:
         from airflow_tablestore.client.epoch import to_ns
+        from airflow_tablestore.client.errors import NotFoundError, TunnelExpiredError
         from airflow_tablestore.client.tunnel.cutoff import consumed_through, full_phase_done
+        from airflow_tablestore.hooks.consume_point import tunnel_problem_message
 
         cutoff = context.get("data_interval_end") or context["dag_run"].run_after
+        with fail_fast():
+            check_table_name("table_name", self.table_name)
+            check_non_empty("tunnel_name", self.tunnel_name)
+            check_choice("sink_type", self.sink_type, SINK_TYPES)
         with self.make_hook() as hook, fail_fast():  # a wrong secret or a missing tunnel: no retries
-            description = hook.conn.describe_tunnel(self.table_name, self.tunnel_name)
+            try:
+                description = hook.conn.describe_tunnel(self.table_name, self.tunnel_name)
+            except (NotFoundError, TunnelExpiredError) as err:  # say what to do about the tunnel itself
+                raise AirflowFailException(tunnel_problem_message(err, self.table_name, self.tunnel_name)) from err
         branches, reason = plan_branches(
             full_done=full_phase_done(description), progress=consumed_through(description, to_ns(cutoff)),
             sink_type=self.sink_type, start=context.get("data_interval_start"),
@@ -258,6 +290,10 @@ class TablestoreAnnounceReplicationOperator(BaseOperator):
                  partition_by: str = "hour", phase_task_ids: Sequence[str],
                  asset_alias: str = DEFAULT_ASSET_ALIAS, sink_tablestore_conn_id: str = DEFAULT_CONN_ID,
                  **kwargs: Any) -> None:
+        check_choice("partition_by", partition_by, PARTITIONINGS)
+        check_non_empty("asset_alias", asset_alias)
+        if isinstance(phase_task_ids, str) or not all(isinstance(t, str) and t for t in phase_task_ids):
+            raise ValueError(f"phase_task_ids must be a list of task ids, got {phase_task_ids!r}")
         super().__init__(outlets=[AssetAlias(asset_alias)], **kwargs)
         self.sink_type = sink_type
         self.destination_table = destination_table
@@ -268,6 +304,12 @@ class TablestoreAnnounceReplicationOperator(BaseOperator):
         self.sink_tablestore_conn_id = sink_tablestore_conn_id
 
     def execute(self, context: Context) -> dict[str, Any]:
+        with fail_fast():
+            check_choice("sink_type", self.sink_type, SINK_TYPES)
+            if self.sink_type == "tablestore":
+                check_table_name("destination_table", self.destination_table)
+            elif not (self.parquet_path or "").strip():
+                raise ValueError("the Parquet sink needs 'Change-log path' (parquet_path)")
         start, end = context.get("data_interval_start"), context.get("data_interval_end")
         summaries = [context["ti"].xcom_pull(task_ids=task_id) for task_id in self.phase_task_ids]
         summaries = [s for s in summaries if isinstance(s, dict)]
@@ -285,7 +327,8 @@ class TablestoreAnnounceReplicationOperator(BaseOperator):
 
     def _assets(self, start: datetime | None, end: datetime | None) -> list[Asset]:
         if self.sink_type == "tablestore":
-            instance = TablestoreHook(self.sink_tablestore_conn_id).get_config().instance_name
+            with fail_fast():  # a connection that is missing or malformed
+                instance = TablestoreHook(self.sink_tablestore_conn_id).get_config().instance_name
             return [create_asset(instance=instance, table=self.destination_table)]
         from airflow_tablestore.spark.sinks.parquet import interval_partitions
 

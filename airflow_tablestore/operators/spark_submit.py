@@ -14,7 +14,7 @@ import json
 import os
 import re
 import tempfile
-from typing import Any
+from typing import Any, NoReturn
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import XComArg
@@ -75,6 +75,25 @@ def without_unset_options(args: list[Any] | None) -> list[Any] | None:
         kept.append(item)
         i += 1
     return kept
+
+
+def consumer_argument_problem(args: list[Any] | None) -> str | None:
+    """What the consumer would refuse in its (rendered) ``args``, in one line, or None: its own parser and
+    checks, run before ``spark-submit`` starts (a value out of range is refused, never changed)."""
+    from airflow_tablestore.spark.options import OptionsError, build_parser, parse_args
+
+    def refuse(message: str) -> NoReturn:
+        raise OptionsError(message)
+
+    argv = [str(arg) for arg in args or []]
+    parser = build_parser()
+    parser.error = refuse  # type: ignore[method-assign]  # raise instead of printing the usage and exiting
+    try:
+        parser.parse_args(argv)
+        parse_args(argv)  # the checks across options
+    except OptionsError as err:
+        return str(err)
+    return None
 
 
 class TablestoreSparkSubmitOperator(SparkSubmitOperator):
@@ -155,6 +174,11 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
         if problem:
             raise AirflowFailException(problem)
         self.application_args = without_unset_options(self.application_args)
+        if self.application == CONSUMER_APPLICATION:  # a wrong argument fails now, not after spark-submit started
+            problem = consumer_argument_problem(self.application_args)
+            if problem:
+                raise AirflowFailException(f"application_args: the consumer refuses them: {problem} (not retried: "
+                                           "retrying cannot fix this)")
         try:
             with tempfile.TemporaryDirectory(prefix="tablestore-spark-") as private:  # mode 0700
                 with fail_fast():  # a malformed Tablestore connection will not improve with retries

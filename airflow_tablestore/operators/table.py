@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any, TypeVar
@@ -19,7 +20,7 @@ from airflow_tablestore.client.model import (
     TableOptions,
     TableSchema,
 )
-from airflow_tablestore.hooks.failures import fail_fast
+from airflow_tablestore.hooks.failures import check_table_name, fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook, replica_schema, schema_differences
 from airflow_tablestore.operators._lineage import table_lineage
 from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
@@ -76,10 +77,20 @@ def _defined_column(spec: ColumnSpec) -> DefinedColumn:
     return DefinedColumn(name, _kind(ColumnType, kind, "defined column", name))
 
 
+def _fields(cls: type) -> str:
+    return ", ".join(field.name for field in dataclasses.fields(cls))
+
+
 def _options(spec: TableOptions | Mapping[str, Any] | None) -> TableOptions:
     if spec is None:
         return TableOptions()
-    return spec if isinstance(spec, TableOptions) else TableOptions(**dict(spec))
+    if isinstance(spec, TableOptions):
+        return spec
+    try:
+        return TableOptions(**dict(spec))
+    except (TypeError, ValueError):
+        raise ValueError(f"options must be TableOptions or a dict of its fields ({_fields(TableOptions)}), "
+                         f"got {spec!r}") from None
 
 
 def _stream(spec: StreamSpec | Mapping[str, Any] | bool | None) -> StreamSpec | None:
@@ -87,10 +98,31 @@ def _stream(spec: StreamSpec | Mapping[str, Any] | bool | None) -> StreamSpec | 
         return spec
     if isinstance(spec, bool):
         return StreamSpec(enabled=spec)
-    values = dict(spec)
-    if "columns_to_get" in values:
-        values["columns_to_get"] = tuple(values["columns_to_get"])
-    return StreamSpec(**values)
+    try:
+        values = dict(spec)
+        if "columns_to_get" in values:
+            values["columns_to_get"] = tuple(values["columns_to_get"])
+        return StreamSpec(**values)
+    except (TypeError, ValueError):
+        raise ValueError(f"stream must be True/False, StreamSpec or a dict of its fields ({_fields(StreamSpec)}), "
+                         f"got {spec!r}") from None
+
+
+def _specs(argument: str, specs: Any) -> Sequence[Any]:
+    """``specs`` if it is a list of column specs (not a string or a dict, whose items would be taken apart)."""
+    if isinstance(specs, str | bytes | Mapping) or not isinstance(specs, Sequence):
+        raise ValueError(f"{argument} must be a list of (name, type) or {{'name': ..., 'type': ...}}, "
+                         f"got {specs!r}")
+    return specs
+
+
+def _throughput(spec: Any) -> tuple[int, int]:
+    if spec is None:
+        return 0, 0
+    if isinstance(spec, Sequence) and not isinstance(spec, str) and len(spec) == 2 and all(
+            isinstance(unit, int) and not isinstance(unit, bool) and unit >= 0 for unit in spec):
+        return spec[0], spec[1]
+    raise ValueError(f"reserved_throughput must be (read, write) capacity units, two integers >= 0, got {spec!r}")
 
 
 class TablestoreCreateTableOperator(TablestoreBaseOperator[TablestoreHook]):
@@ -147,10 +179,15 @@ class TablestoreCreateTableOperator(TablestoreBaseOperator[TablestoreHook]):
         self.source_tablestore_conn_id = source_tablestore_conn_id
         self.raise_max_time_deviation = raise_max_time_deviation
         # the literal schema is checked when the DAG is parsed: a wrong type fails the import, not the run
-        for key in primary_key or ():
+        for key in _specs("primary_key", primary_key or ()):
             _primary_key_column(key)
-        for column in defined_columns or ():
+        for column in _specs("defined_columns", defined_columns or ()):
             _defined_column(column)
+        _options(options)
+        _stream(stream)
+        _throughput(reserved_throughput)
+        if not isinstance(raise_max_time_deviation, bool):
+            raise ValueError(f"raise_max_time_deviation must be True or False, got {raise_max_time_deviation!r}")
 
     @cached_property
     def source_hook(self) -> TablestoreHook:
@@ -176,7 +213,7 @@ class TablestoreCreateTableOperator(TablestoreBaseOperator[TablestoreHook]):
             )
         if not self.primary_key:
             raise ValueError("primary_key is required (or give source_table to copy a schema)")
-        read, write = self.reserved_throughput or (0, 0)
+        read, write = _throughput(self.reserved_throughput)
         return TableSchema(
             name=self.table_name,
             primary_key=tuple(_primary_key_column(c) for c in self.primary_key),
@@ -203,6 +240,9 @@ class TablestoreCreateTableOperator(TablestoreBaseOperator[TablestoreHook]):
             return self._create(context)
 
     def _create(self, context: Context) -> dict[str, Any]:
+        check_table_name("table_name", self.table_name)
+        if self.source_table:
+            check_table_name("source_table", self.source_table)
         wanted = self._wanted_schema()
         created = False
         if self.hook.describe_table(self.table_name) is None:
@@ -251,6 +291,7 @@ class TablestoreDeleteTableOperator(TablestoreBaseOperator[TablestoreHook]):
 
     def execute(self, context: Context) -> bool:
         with fail_fast():
+            check_table_name("table_name", self.table_name)
             deleted = self.hook.delete_table(self.table_name)
         if deleted:
             self.log.info("Deleted table %r", self.table_name)

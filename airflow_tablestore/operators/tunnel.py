@@ -9,12 +9,22 @@ from typing import Any
 from airflow.sdk import Context
 
 from airflow_tablestore.client.epoch import parse_epoch_ns
-from airflow_tablestore.client.errors import AlreadyExistsError
+from airflow_tablestore.client.errors import AlreadyExistsError, TablestoreClientError
 from airflow_tablestore.client.model import TunnelType
-from airflow_tablestore.hooks.failures import fail_fast
+from airflow_tablestore.hooks.failures import check_non_empty, check_table_name, fail_fast
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, parse_tunnel_type
 from airflow_tablestore.operators._lineage import table_lineage
 from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
+
+
+def _time_ns(argument: str, value: datetime | str | int | None) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        return parse_epoch_ns(value)
+    except TablestoreClientError as err:  # a malformed argument: no retry can fix it
+        raise ValueError(f"{argument} {value!r} is neither an ISO-8601 time nor epoch seconds/ms/us/ns: "
+                         f"{err.message}") from None
 
 
 class TablestoreCreateTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook]):
@@ -63,9 +73,10 @@ class TablestoreCreateTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
             return self._create(context)
 
     def _create(self, context: Context) -> str:
+        check_table_name("table_name", self.table_name)
+        check_non_empty("tunnel_name", self.tunnel_name)
         wanted = parse_tunnel_type(self.tunnel_type)
-        start = parse_epoch_ns(self.stream_start) if self.stream_start not in (None, "") else None
-        end = parse_epoch_ns(self.stream_end) if self.stream_end not in (None, "") else None
+        start, end = _time_ns("stream_start", self.stream_start), _time_ns("stream_end", self.stream_end)
         tunnel_id = self.hook.existing_tunnel_id(self.table_name, self.tunnel_name, wanted)
         if tunnel_id is not None:
             self.log.info("Tunnel %r on %r already exists: %s", self.tunnel_name, self.table_name, tunnel_id)
@@ -116,6 +127,8 @@ class TablestoreDeleteTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
 
     def execute(self, context: Context) -> bool:
         with fail_fast():
+            check_table_name("table_name", self.table_name)
+            check_non_empty("tunnel_name", self.tunnel_name)
             deleted = self.hook.delete_tunnel(self.table_name, self.tunnel_name)
         if deleted:
             self.log.info("Deleted tunnel %r on %r", self.tunnel_name, self.table_name)

@@ -9,7 +9,7 @@ from typing import Any
 from airflow.sdk import Context, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_tablestore.hooks.failures import fail_fast
+from airflow_tablestore.hooks.failures import check_positive, check_table_name, fail_fast
 from airflow_tablestore.hooks.row_check import RowCheck
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.operators.base import tablestore_template_fields
@@ -45,17 +45,20 @@ class TablestoreRowSensor(TablestoreBaseSensor[TablestoreHook]):
                  deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
                  max_wait_seconds: float | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if max_wait_seconds is not None:
+            check_positive("max_wait_seconds", max_wait_seconds)
         self.table_name = table_name
         self.primary_key = primary_key
         self.column = column
         self.expected = expected
         self.deferrable = deferrable
         self.max_wait_seconds = max_wait_seconds
-        if "{{" not in repr(primary_key):  # a literal key is checked when the DAG is parsed
+        if "{{" not in repr((primary_key, column)):  # literal arguments are checked when the DAG is parsed
             RowCheck.build(table_name, primary_key, column, expected)
 
     def _check(self) -> RowCheck:
         try:
+            check_table_name("table_name", self.table_name)
             return RowCheck.build(self.table_name, self.primary_key, self.column, self.expected)
         except ValueError as err:
             raise AirflowFailException(str(err)) from None

@@ -12,7 +12,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_tablestore.client.epoch import parse_epoch_ns
 from airflow_tablestore.client.errors import NotFoundError, TablestoreClientError, TunnelExpiredError
 from airflow_tablestore.hooks.consume_point import ConsumePointCheck, tunnel_problem_message
-from airflow_tablestore.hooks.failures import fail_fast
+from airflow_tablestore.hooks.failures import check_non_empty, check_positive, check_table_name, fail_fast
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 from airflow_tablestore.operators.base import tablestore_template_fields
 from airflow_tablestore.sensors.base import TablestoreBaseSensor
@@ -60,6 +60,8 @@ class TablestoreTunnelConsumePointSensor(TablestoreBaseSensor[TablestoreTunnelHo
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if max_wait_seconds is not None:
+            check_positive("max_wait_seconds", max_wait_seconds)
         self.table_name = table_name
         self.tunnel_name = tunnel_name
         self.cutoff = cutoff
@@ -87,6 +89,8 @@ class TablestoreTunnelConsumePointSensor(TablestoreBaseSensor[TablestoreTunnelHo
 
     def _check(self, cutoff_ns: int) -> ConsumePointCheck:
         with fail_fast():  # credentials, bad parameters, a malformed connection
+            check_table_name("table_name", self.table_name)
+            check_non_empty("tunnel_name", self.tunnel_name)
             try:
                 return self.hook.check_consume_point(self.table_name, self.tunnel_name, cutoff_ns)
             except (NotFoundError, TunnelExpiredError) as err:  # say what to do about the tunnel itself

@@ -94,8 +94,8 @@ def test_a_failing_function_fails_the_task_and_its_batch_is_handed_over_again(
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"max_records": 0}, "max_records must be a positive integer"),
-    ({"max_seconds": 0}, "max_seconds must be positive"),
-    ({"heartbeat_interval": -1}, "heartbeat_interval must be positive"),
+    ({"max_seconds": 0}, "max_seconds must be a positive number"),
+    ({"heartbeat_interval": -1}, "heartbeat_interval must be a positive number"),
 ])
 def test_bad_bounds_fail_when_the_dag_is_parsed(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -44,7 +44,7 @@ def test_a_permanent_consumer_exit_fails_the_task_at_once(exit_code: int, perman
         task_id=unique("incremental_phase"), application=CONSUMER_APPLICATION,
         tablestore_conn_id="ts_spark_test", sink_tablestore_conn_id="ts_spark_test",
         application_args=consumer_arguments(table="src", tunnel="t", phase="incremental", sink="parquet",
-                                            sink_path="/log"))
+                                            sink_path="/log", cutoff="2026-11-26T00:00:00Z"))
     with pytest.raises(AirflowFailException if permanent else RuntimeError) as info:
         task.execute({})
     [args] = submitted  # spark-submit ran once, with the credentials file (not the secret) on its command line
