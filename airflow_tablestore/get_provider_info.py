@@ -21,7 +21,7 @@ def get_provider_info() -> dict[str, Any]:
         "description": (
             "Alibaba Cloud Tablestore (OTS) tables and Tunnel Service: hooks, operators (tables, "
             "tunnels, a Spark tunnel consumer and the steps of a replication run), a consume-point sensor "
-            "and its deferrable trigger."
+            "and its deferrable trigger, and an AssetWatcher trigger for a tunnel's new changes."
         ),
         "versions": [__version__],
         "integrations": [
@@ -63,7 +63,11 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": INTEGRATION,
-                "python-modules": ["airflow_tablestore.triggers.tunnel", "airflow_tablestore.triggers.row"],
+                "python-modules": [
+                    "airflow_tablestore.triggers.tunnel",
+                    "airflow_tablestore.triggers.row",
+                    "airflow_tablestore.triggers.changes",
+                ],
             }
         ],
         "extra-links": [

@@ -79,6 +79,7 @@ class Airflow:
         self.env, self.home, self.port, self.dag_id = env, home, port, dag_id
         self.base = f"http://127.0.0.1:{port}/api/v2"
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.components: dict[str, subprocess.Popen[bytes]] = {}  # the latest process of each component
 
     def start(self) -> None:
         self.cli("db", "migrate", timeout=300)
@@ -89,11 +90,27 @@ class Airflow:
             db.execute("PRAGMA journal_mode=WAL")
         for component in (["api-server", "--port", str(self.port), "--host", "127.0.0.1"], ["scheduler"],
                           ["dag-processor"], ["triggerer"]):
-            log = (self.home / f"{component[0]}.log").open("wb")
-            self.procs.append(subprocess.Popen([sys.executable, "-m", "airflow", *component], env=self.env,
-                                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+            self._spawn(component)
         self.wait(lambda: self.get(f"/dags/{self.dag_id}").get("dag_id") == self.dag_id, 240,
                   "the DAG to be parsed")
+
+    def _spawn(self, component: list[str]) -> None:
+        log = (self.home / f"{component[0]}.log").open("ab")
+        proc = subprocess.Popen([sys.executable, "-m", "airflow", *component], env=self.env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+        self.components[component[0]] = proc
+
+    def kill_triggerer(self) -> None:
+        """SIGKILL the triggerer and its trigger runner (no shutdown, as in a crash); :meth:`start_triggerer`
+        starts another."""
+        proc = self.components["triggerer"]
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait(30)
+
+    def start_triggerer(self) -> None:
+        self._spawn(["triggerer"])
 
     def stop(self) -> None:
         for proc in self.procs:
