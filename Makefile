@@ -11,7 +11,9 @@ PROTO_DIR := airflow_tablestore/protocol
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# The editable install also compiles the optional PlainBuffer decoder in place (docs/plainbuffer.md): rerun it
+# when its C source changes.
+$(VENV)/.installed: pyproject.toml airflow_tablestore/client/plainbuffer/_speedups.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -U pip
 	$(BIN)/python -m pip install -q -e '.[test,airflow,spark]' "apache-airflow==$(AIRFLOW_VERSION)"

@@ -1,8 +1,9 @@
 """docs/ARCHITECTURE.md's tree is the package's tree, and every path the docs name exists.
 
 The map's "The tree" block lists every subpackage and module of ``airflow_tablestore`` (generated protobuf
-modules and ``__init__.py`` aside), indented two spaces a level. A module added, moved or removed without the
-map following fails here, and so does a doc naming a file that is not there.
+modules and ``__init__.py`` aside; the C sources of extension modules included), indented two spaces a level.
+A module added, moved or removed without the map following fails here, and so does a doc naming a file that
+is not there.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def tree_entries() -> set[str]:
             continue
         if path.is_dir() and (path / "__init__.py").exists():
             entries.add(rel + "/")
-        elif path.suffix in (".py", ".proto") and path.name != "__init__.py" and not path.name.endswith("_pb2.py"):
+        elif path.suffix in (".py", ".proto", ".c") and path.name != "__init__.py" and not path.name.endswith(
+            "_pb2.py"
+        ):
             entries.add(rel)
     return entries
 

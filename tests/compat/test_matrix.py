@@ -13,7 +13,9 @@
   installed Airflow's schema), the documented one-line enabling of the packaged DAGs parsed as Airflow parses a
   dags folder, ``spark-submit`` of the consumer replicating a table, and a user's job reading it with
   ``spark.read.format("tablestore")`` and no registration line;
-- the sdist installs on its own (pip builds it) and its emulator command runs.
+- the sdist installs on its own (pip builds it) and its emulator command runs;
+- the compiled PlainBuffer decoder is optional: the wheel built with a compiler ships it, an install where the C
+  compiler fails (``CC=/bin/false``) still works and decodes in pure Python.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import email.policy
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,7 +40,7 @@ import pytest
 
 import airflow_tablestore
 
-from .envs import EnvSpec, build, build_dists, pip_versions, run_pytest
+from .envs import VENVS, EnvSpec, build, build_dists, find_python, pip_versions, run_pytest
 
 # Each test builds a venv (minutes on a cold pip cache) and runs a suite inside it: more than the 600 s default.
 pytestmark = pytest.mark.timeout(3600)
@@ -120,7 +123,10 @@ def test_release_artifacts(dists: tuple[Path, Path]) -> None:
         meta = _metadata(archive.read(f"{info}/METADATA").decode())
         for name in ("LICENSE", "NOTICE"):
             assert archive.read(f"{info}/licenses/{name}") == (repo / name).read_bytes(), name
-    assert wheel.name == f"airflow_provider_tablestore-{version}-py3-none-any.whl"
+    # built with a compiler: a CPython- and platform-specific wheel carrying the compiled PlainBuffer decoder
+    assert re.fullmatch(rf"airflow_provider_tablestore-{re.escape(version)}-cp3\d+-cp3\d+-[\w.]+\.whl", wheel.name)
+    assert [n for n in names if re.fullmatch(r"airflow_tablestore/client/plainbuffer/_speedups\..+\.(so|pyd)", n)]
+    assert not [n for n in names if n.endswith(".c")]
     assert {"pyspark_tablestore.py", "airflow_tablestore/py.typed", "airflow_tablestore/protocol/ots_table.proto",
             "airflow_tablestore/spark/log4j2.properties"} <= names
     # what the dags-folder lines and the DAGs' spark-submit tasks load from the installed package
@@ -146,10 +152,42 @@ def test_release_artifacts(dists: tuple[Path, Path]) -> None:
             assert archive.extractfile(f"{top}/{name}").read() == (repo / name).read_bytes(), name  # type: ignore[union-attr]
     docs = {f"docs/{path.name}" for path in (repo / "docs").glob("*.md")}
     assert {"README.md", "BENCHMARKS.md", "pyproject.toml", "pyspark_tablestore.py"} | docs <= files, docs - files
+    assert "airflow_tablestore/client/plainbuffer/_speedups.c" in files
     assert not [name for name in files if name.startswith("tests/")]  # the suite needs the repository
     assert pkg_info["Version"] == version
     print(f"[compat] release {version}: twine check passed on {sdist.name} and {wheel.name}; LICENSE, NOTICE in "
           f"both, CHANGELOG and {len(docs)} docs in the sdist")
+
+
+def test_install_without_a_c_compiler_uses_pure_python(dists: tuple[Path, Path]) -> None:
+    """pip builds the sdist where the C compiler fails (CC=/bin/false): the install succeeds without the compiled
+    decoder, ``IMPLEMENTATION`` says ``"python"`` and a decode round trip works."""
+    sdist, _ = dists
+    root = VENVS / "no-c-compiler"
+    shutil.rmtree(root, ignore_errors=True)
+    subprocess.run([find_python("3.11"), "-m", "venv", str(root)], check=True)
+    env = {**os.environ, "CC": "/bin/false", "CXX": "/bin/false", "LDSHARED": "/bin/false"}
+    env.pop("TABLESTORE_PLAINBUFFER", None)
+    # no wheel cache: a wheel pip built earlier from the same sdist, with a compiler, would be reused
+    install = subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--no-cache-dir",
+                              "--disable-pip-version-check", str(sdist)], env=env, capture_output=True, text=True)
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    probe = textwrap.dedent("""
+        import airflow_tablestore.client.plainbuffer as pb
+        from airflow_tablestore.client.model import Column, Row, SequenceInfo
+        from airflow_tablestore.client.plainbuffer.decode import decode_record_list, decode_rows
+        from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
+        rows = [Row((("id", 1),), (Column("a", "x", 5), Column("b", 1.5, 6)), False, SequenceInfo(0, 7, 0))]
+        assert decode_rows(encode_rows(rows)) == rows and decode_record_list([encode_row(rows[0])]) == rows
+        print(pb.IMPLEMENTATION, pb.__file__)
+    """)
+    done = subprocess.run([str(root / "bin" / "python"), "-c", probe], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    implementation, location = done.stdout.split()
+    assert implementation == "python" and Path(location).is_relative_to(root), done.stdout
+    assert not list(root.rglob("_speedups*.so"))
+    print(f"[compat] {sdist.name} with CC=/bin/false: installed, pure-Python decoder, round trip ok", flush=True)
 
 
 def test_sdist_installs_on_its_own(dists: tuple[Path, Path]) -> None:

@@ -5,6 +5,10 @@ precompiled ``struct`` unpackers, cached column names and table-driven CRCs. The
 :mod:`~airflow_tablestore.client.plainbuffer.format` are bound as globals of this module (under their former
 private names), so the loop does no attribute lookups.
 
+The functions here are the pure-Python decoder (``*_python``); the public names ``decode_rows``,
+``decode_record`` and ``decode_record_list`` are bound to the compiled equivalents of ``_speedups.c`` when that
+extension is built (see :mod:`~airflow_tablestore.client.plainbuffer.implementation`): same rows, same errors.
+
 This decoder is one of a deliberate pair: the emulator has its own, independent PlainBuffer implementation
 (``airflow_tablestore/emulator/codec/``) on purpose, so that client and emulator test each other over the
 wire. That pair and the ``.proto`` files are the only allowed duplicates in the project.
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import gc
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -59,8 +63,22 @@ from airflow_tablestore.client.plainbuffer.format import check_header as _check_
 from airflow_tablestore.client.plainbuffer.format import unpack_f64 as _unpack_f64
 from airflow_tablestore.client.plainbuffer.format import unpack_i64 as _unpack_i64
 from airflow_tablestore.client.plainbuffer.format import unpack_u32 as _unpack_u32
+from airflow_tablestore.client.plainbuffer.implementation import IMPLEMENTATION, compiled_module
 
-__all__ = ["decode_record", "decode_record_list", "decode_row", "decode_rows", "gc_paused"]
+__all__ = [
+    "IMPLEMENTATION",
+    "decode_record",
+    "decode_record_list",
+    "decode_record_list_python",
+    "decode_record_python",
+    "decode_row",
+    "decode_rows",
+    "decode_rows_python",
+    "gc_paused",
+    "set_up_compiled",
+]
+
+_Buffer = bytes | bytearray | memoryview
 
 _tuple_new = tuple.__new__
 
@@ -92,8 +110,8 @@ def _decoded_name(key: bytes, offset: int) -> tuple[str, int]:
 # ---- decoding -------------------------------------------------------------------------------------------
 
 
-def decode_rows(data: bytes | bytearray | memoryview) -> list[Row]:
-    """Decode a PlainBuffer message (header + 0..n rows). Empty input gives ``[]``.
+def decode_rows_python(data: bytes | bytearray | memoryview) -> list[Row]:
+    """The pure-Python :func:`decode_rows`: decode a PlainBuffer message (header + 0..n rows). Empty input gives ``[]``.
 
     Every cell and row CRC is verified; anything malformed raises :class:`PlainBufferError`.
     """
@@ -119,8 +137,9 @@ def decode_row(data: bytes | bytearray | memoryview) -> Row | None:
     return rows[0] if rows else None
 
 
-def decode_record(data: bytes | bytearray | memoryview) -> Row:
-    """Decode a tunnel/stream record: exactly one row, usually with the sequence-info extension."""
+def decode_record_python(data: bytes | bytearray | memoryview) -> Row:
+    """The pure-Python :func:`decode_record`: decode a tunnel/stream record (exactly one row, usually with the
+    sequence-info extension)."""
     buf = data if type(data) is bytes else bytes(data)
     if buf[:4] != HEADER:
         _check_header(buf)
@@ -130,17 +149,18 @@ def decode_record(data: bytes | bytearray | memoryview) -> Row:
     return rows[0]
 
 
-def decode_record_list(records: Iterable[bytes | bytearray | memoryview]) -> list[Row]:
-    """:func:`decode_record` over a batch (e.g. one ReadRecords response), with the cyclic GC paused.
+def decode_record_list_python(records: Iterable[bytes | bytearray | memoryview]) -> list[Row]:
+    """The pure-Python :func:`decode_record_list`: :func:`decode_record` over a batch (e.g. one ReadRecords
+    response), with the cyclic GC paused.
 
     Decoding allocates only acyclic tuples, so pausing the collector for the batch is safe and roughly halves
     the cost of large batches.
     """
     if not gc.isenabled():
-        return [decode_record(record) for record in records]
+        return [decode_record_python(record) for record in records]
     gc.disable()
     try:
-        return [decode_record(record) for record in records]
+        return [decode_record_python(record) for record in records]
     finally:
         gc.enable()
 
@@ -248,6 +268,7 @@ def _decode_body(data: bytes) -> list[Row]:  # noqa: C901 - one flat loop on pur
                             value = sentinels[vt]
                             ve = vs + 1
                         elif vt == VT_NULL:
+                            value = None
                             ve = vs + 1
                         else:
                             raise PlainBufferError(f"unknown value type 0x{vt:02x} at offset {vs}")
@@ -384,3 +405,43 @@ def _decode_extension(data: bytes, pos: int) -> tuple[SequenceInfo | None, int]:
             sequence = SequenceInfo(epoch, ts, row_index)
         p = sub_end
     return sequence, end
+
+
+# ---- the public names: compiled when available ------------------------------------------------------------
+
+decode_rows: Callable[[_Buffer], list[Row]]
+"""Decode a PlainBuffer message (header + 0..n rows). Empty input gives ``[]``.
+
+Every cell and row CRC is verified; anything malformed raises :class:`PlainBufferError`.
+"""
+decode_record: Callable[[_Buffer], Row]
+"""Decode a tunnel/stream record: exactly one row, usually with the sequence-info extension."""
+decode_record_list: Callable[[Iterable[_Buffer]], list[Row]]
+""":func:`decode_record` over a batch (e.g. one ReadRecords response), with the cyclic GC paused."""
+
+
+def set_up_compiled(module: Any) -> None:
+    """Hand the model classes and error helpers to a compiled ``_speedups`` module (idempotent)."""
+    module.setup(
+        row=Row,
+        column=Column,
+        sequence=SequenceInfo,
+        error=PlainBufferError,
+        bad_tag=_bad_tag,
+        check_header=_check_header,
+        put=_CELL_OP_PUT,
+        ops=dict(_OPS_BY_BYTE),
+        sentinels=dict(_SENTINEL_BY_TYPE),
+    )
+
+
+_compiled = compiled_module()
+if _compiled is not None:
+    set_up_compiled(_compiled)
+    decode_rows = _compiled.decode_rows
+    decode_record = _compiled.decode_record
+    decode_record_list = _compiled.decode_record_list
+else:
+    decode_rows = decode_rows_python
+    decode_record = decode_record_python
+    decode_record_list = decode_record_list_python
