@@ -5,7 +5,8 @@ per request (:meth:`StoreCore.write`); reads use a small pool of reader connecti
 :class:`StoreCore` is the one object the store's components (:mod:`.tables`, :mod:`.stream_log`,
 :mod:`.snapshots`) share: connections, the lock, the stream head seq and the table and open-partition caches
 (reloaded here after a rolled-back change). Rows, the stream log and snapshots change in the same
-transaction: a write and its stream record commit together.
+transaction: a write and its stream record commit together. A row is stored as its cells and, next to them,
+their PlainBuffer encoding (:func:`.model.encode_stored`), which snapshots copy and reads serve as it is.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from typing import Any
 
 from airflow_tablestore.emulator.clock import Clock
 from airflow_tablestore.emulator.errors import EmulatorError
-from airflow_tablestore.emulator.store.model import Columns, TableInfo, dump_columns, load_columns
+from airflow_tablestore.emulator.store.keys import decode_key
+from airflow_tablestore.emulator.store.model import Columns, TableInfo, dump_columns, encode_stored, load_columns
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tables(name TEXT PRIMARY KEY, tid INTEGER NOT NULL, meta TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS rows(tid INTEGER NOT NULL, key BLOB NOT NULL, data BLOB NOT NULL,
-    PRIMARY KEY(tid, key)) WITHOUT ROWID;
+    rec BLOB, nv INTEGER, oldest INTEGER, PRIMARY KEY(tid, key)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS stream_log(seq INTEGER PRIMARY KEY, stream_id TEXT NOT NULL,
     partition_id TEXT NOT NULL, ts_us INTEGER NOT NULL, row_index INTEGER NOT NULL, action INTEGER NOT NULL,
     record BLOB NOT NULL);
@@ -40,7 +42,7 @@ CREATE TABLE IF NOT EXISTS stream_partitions(partition_id TEXT PRIMARY KEY, stre
 CREATE TABLE IF NOT EXISTS snapshots(sid INTEGER PRIMARY KEY AUTOINCREMENT, table_name TEXT NOT NULL,
     tid INTEGER NOT NULL, stream_seq INTEGER NOT NULL, ts_us INTEGER NOT NULL, schema TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS snap_rows(sid INTEGER NOT NULL, key BLOB NOT NULL, data BLOB NOT NULL,
-    PRIMARY KEY(sid, key)) WITHOUT ROWID;
+    rec BLOB, nv INTEGER, oldest INTEGER, PRIMARY KEY(sid, key)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS autoinc(tid INTEGER PRIMARY KEY, last INTEGER NOT NULL);
 """
 
@@ -61,9 +63,14 @@ class WriteTxn:
         rows = self.conn.execute("SELECT data FROM rows WHERE tid=? AND key=?", (tid, key)).fetchall()
         return load_columns(rows[0][0]) if rows else None
 
-    def put(self, tid: int, key: bytes, cols: Columns) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO rows(tid, key, data) VALUES(?,?,?)",
-                          (tid, key, dump_columns(cols)))
+    def put(self, tid: int, key: bytes, cols: Columns, pk: list[tuple[str, Any]] | None = None) -> None:
+        """Store a row's cells and their encoding (``pk``: the row's primary key, else decoded from ``key``)."""
+        if pk is None:
+            info = next((i for i in self.core.table_cache.values() if i.table_id == tid), None)
+            pk = None if info is None else list(zip(info.pk_names, decode_key(key, info.pk_types), strict=True))
+        enc = encode_stored(pk, cols) if pk is not None else None
+        self.conn.execute("INSERT OR REPLACE INTO rows(tid, key, data, rec, nv, oldest) VALUES(?,?,?,?,?,?)",
+                          (tid, key, dump_columns(cols), *(enc or (None, None, None))))
 
     def delete(self, tid: int, key: bytes) -> None:
         self.conn.execute("DELETE FROM rows WHERE tid=? AND key=?", (tid, key))
@@ -91,6 +98,10 @@ class StoreCore:
         if "trimmed_seq" not in columns:
             self._writer.execute(
                 "ALTER TABLE stream_partitions ADD COLUMN trimmed_seq INTEGER NOT NULL DEFAULT 0")
+        for table in ("rows", "snap_rows"):  # data dirs of older versions: their rows have no encoding (NULL)
+            if "rec" not in {r[1] for r in self._writer.execute(f"PRAGMA table_info({table})")}:
+                for column in ("rec BLOB", "nv INTEGER", "oldest INTEGER"):
+                    self._writer.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         self._readers: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()

@@ -1,7 +1,9 @@
 """Data model of the emulator store: table, partition, stream-entry and snapshot views, and stored cells.
 
 Rows' cells are stored compactly as a ``marshal``-ed ``{column: [(ts_ms, value), ...newest first]}`` (all
-versions; visibility is decided at read time from the table options, :func:`visible_columns`). The store's
+versions; visibility is decided at read time from the table options, :func:`visible_columns`). Next to them
+each row keeps its PlainBuffer encoding (:func:`encode_stored`), which a read copies instead of encoding the
+row again whenever that encoding is exactly what it would produce (:func:`encoding_usable`). The store's
 components (:mod:`.core`, :mod:`.tables`, :mod:`.stream_log`, :mod:`.snapshots`) and its callers share
 these types.
 """
@@ -13,7 +15,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from airflow_tablestore.emulator.codec.encode import value_payload
+from airflow_tablestore.emulator.codec.encode import encode_row_body, value_payload
 
 Columns = dict[str, list[tuple[int, Any]]]
 """Stored cells of one row: column name → versions ``(ts_ms, value)`` newest first."""
@@ -130,6 +132,34 @@ def visible_columns(cols: Columns, ttl: int, max_versions: int, now_ms: int) -> 
         if vs:
             out[name] = vs[:max_versions]
     return out
+
+
+class StoredEncoding(NamedTuple):
+    """A row's PlainBuffer body (no header): every stored version of every column, names sorted, newest version
+    first, and what decides when it may stand for a read: the most versions of any column (``versions``) and
+    the oldest version's timestamp (``oldest_ms``, None for a row without columns)."""
+
+    body: bytes
+    versions: int
+    oldest_ms: int | None
+
+
+def encode_stored(pk: list[tuple[str, Any]], cols: Columns) -> StoredEncoding:
+    """The encoding a read of every visible version returns while no version is hidden (see
+    :func:`encoding_usable`); the same cells, in the same order, as the reads build."""
+    cells = [(n, v, None, ts) for n in sorted(cols) for ts, v in cols[n]]
+    versions = max((len(vs) for vs in cols.values()), default=0)
+    oldest = min((ts for vs in cols.values() for ts, _ in vs), default=None)
+    return StoredEncoding(encode_row_body(pk, cells), versions, oldest)
+
+
+def encoding_usable(versions: int | None, oldest_ms: int | None, ttl: int, max_versions: int,
+                    now_ms: int) -> bool:
+    """Whether the stored encoding of a row equals its cells after :func:`visible_columns` with these
+    options, trimmed to ``max_versions``: no column has more versions and no version has expired."""
+    if versions is None or versions > max_versions:
+        return False
+    return ttl <= 0 or oldest_ms is None or oldest_ms >= (now_ms // 1000 - ttl) * 1000
 
 
 def partition_hash(first_pk_value: Any) -> int:

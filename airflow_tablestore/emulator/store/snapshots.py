@@ -12,9 +12,16 @@ import logging
 from typing import Any
 
 from airflow_tablestore.emulator.codec.encode import encode_row
+from airflow_tablestore.emulator.codec.format import HEADER
 from airflow_tablestore.emulator.store.core import StoreCore
 from airflow_tablestore.emulator.store.keys import decode_key
-from airflow_tablestore.emulator.store.model import SnapshotInfo, TableInfo, load_columns, visible_columns
+from airflow_tablestore.emulator.store.model import (
+    SnapshotInfo,
+    TableInfo,
+    encoding_usable,
+    load_columns,
+    visible_columns,
+)
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +31,16 @@ class SnapshotStore:
 
     def __init__(self, core: StoreCore) -> None:
         self.core = core
+        self._schemas: dict[int, TableInfo] = {}  # a snapshot's schema never changes; a dropped one is not read
+
+    def _schema(self, snapshot_id: int) -> TableInfo:
+        info = self._schemas.get(snapshot_id)
+        if info is None:
+            meta_rows = self.core.query("SELECT schema FROM snapshots WHERE sid=?", (snapshot_id,))
+            if not meta_rows:
+                raise KeyError(snapshot_id)
+            info = self._schemas[snapshot_id] = TableInfo.from_meta(json.loads(meta_rows[0][0]))
+        return info
 
     def create(self, table: str) -> SnapshotInfo:
         """Copy the table's rows atomically w.r.t. writes; replay = snapshot + records with seq >
@@ -39,7 +56,8 @@ class SnapshotStore:
             )
             sid = txn.execute("SELECT last_insert_rowid()")[0][0]
             txn.conn.execute(
-                "INSERT INTO snap_rows(sid, key, data) SELECT ?, key, data FROM rows WHERE tid=?",
+                "INSERT INTO snap_rows(sid, key, data, rec, nv, oldest) "
+                "SELECT ?, key, data, rec, nv, oldest FROM rows WHERE tid=?",
                 (sid, info.table_id))
             log.info("snapshot %s of table %s taken at stream seq %s", sid, table, self.core.head_seq)
             return SnapshotInfo(sid, self.core.head_seq, ts_us)
@@ -85,26 +103,29 @@ class SnapshotStore:
                       after_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
         """Up to ``limit`` ``(key, record)`` in key order, in range and after ``after_key``.
 
-        ``record`` is a PUT_ROW PlainBuffer (no extension) with every visible version of every column.
+        ``record`` is a PUT_ROW PlainBuffer (no extension) with every visible version of every column: the
+        row's stored encoding when nothing is hidden from it (the common case), else encoded here.
         """
-        meta_rows = self.core.query("SELECT schema FROM snapshots WHERE sid=?", (snapshot_id,))
-        if not meta_rows:
-            raise KeyError(snapshot_id)
-        info = TableInfo.from_meta(json.loads(meta_rows[0][0]))
+        info = self._schema(snapshot_id)
         sql, params = self._snap_where(snapshot_id, start_key, end_key, after_key)
-        rows = self.core.query(f"SELECT key, data FROM snap_rows WHERE {sql} ORDER BY key LIMIT ?",
-                               [*params, limit])
+        rows = self.core.query(
+            f"SELECT key, data, rec, nv, oldest FROM snap_rows WHERE {sql} ORDER BY key LIMIT ?", [*params, limit])
         now_ms = self.core.clock.now_ms()
         names, types = info.pk_names, info.pk_types
+        ttl, max_versions = info.time_to_live, info.max_versions
         out = []
-        for key, data in rows:
-            cols = visible_columns(load_columns(data), info.time_to_live, info.max_versions, now_ms)
+        for key, data, rec, nv, oldest in rows:
+            if rec is not None and encoding_usable(nv, oldest, ttl, max_versions, now_ms):
+                out.append((key, HEADER + rec))
+                continue
+            cols = visible_columns(load_columns(data), ttl, max_versions, now_ms)
             pk = list(zip(names, decode_key(key, types), strict=True))
             cells = [(n, v, None, ts) for n in sorted(cols) for ts, v in cols[n]]
             out.append((key, encode_row(pk, cells)))
         return out
 
     def drop(self, snapshot_id: int) -> None:
+        self._schemas.pop(snapshot_id, None)
         with self.core.write() as txn:
             txn.execute("DELETE FROM snap_rows WHERE sid=?", (snapshot_id,))
             txn.execute("DELETE FROM snapshots WHERE sid=?", (snapshot_id,))

@@ -232,7 +232,7 @@ class StreamLog:
             "ORDER BY seq LIMIT ?",
             (partition_id, after_seq, limit),
         )
-        return [StreamEntry(r[0], r[1], r[2], r[3]) for r in rows]
+        return list(map(StreamEntry._make, rows))  # the columns in field order
 
     def oldest_retained_us(self, table: str, partition_id: str) -> int | None:
         """Timestamp (µs) of the oldest retained record of the partition, None when it holds none."""

@@ -26,7 +26,13 @@ from airflow_tablestore.emulator.config import EmulatorConfig
 from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid
 from airflow_tablestore.emulator.store.database import Store
 from airflow_tablestore.emulator.store.keys import decode_key, encode_key
-from airflow_tablestore.emulator.store.model import Columns, TableInfo, load_columns, visible_columns
+from airflow_tablestore.emulator.store.model import (
+    Columns,
+    TableInfo,
+    encoding_usable,
+    load_columns,
+    visible_columns,
+)
 from airflow_tablestore.emulator.table.checks import ReadSpec, check_pk, decode_one, read_spec
 from airflow_tablestore.emulator.table.filters import Pagination, evaluate, paginate
 from airflow_tablestore.protocol import ots_table_pb2 as _pb
@@ -75,6 +81,14 @@ def shape(info: TableInfo, pk: list[tuple[str, Any]], raw: Columns, spec: ReadSp
         return None
     cells = [(n, v, None, ts) for n in sorted(cols) for ts, v in cols[n]]
     return encode_row_body(pk, cells)
+
+
+def _plain(spec: ReadSpec) -> bool:
+    """A read of the newest ``spec.max_versions`` versions of every column: no column list, filter, column
+    range or time range (what :func:`shape` then returns is the row's visible versions, trimmed)."""
+    return (spec.max_versions is not None and spec.columns is None and spec.filter is None
+            and spec.start_column is None and spec.end_column is None and spec.specific_time is None
+            and spec.start_time is None)
 
 
 def _get_pk(info: TableInfo, data: bytes) -> list[tuple[str, Any]]:
@@ -160,12 +174,19 @@ class RowReads:
             raise parameter_invalid("Begin key must more than end key in BACKWARD")
         budget = self.config.range_page_rows
         limit = req.limit if req.HasField("limit") else budget
+        cols = "key, data, rec, nv, oldest"
         if forward:
-            sql = "SELECT key, data FROM rows WHERE tid=? AND key>=? AND key<? ORDER BY key LIMIT ?"
+            sql = f"SELECT {cols} FROM rows WHERE tid=? AND key>=? AND key<? ORDER BY key LIMIT ?"
         else:
-            sql = "SELECT key, data FROM rows WHERE tid=? AND key<=? AND key>? ORDER BY key DESC LIMIT ?"
+            sql = f"SELECT {cols} FROM rows WHERE tid=? AND key<=? AND key>? ORDER BY key DESC LIMIT ?"
         now_ms = self.clock.now_ms()
         names, types = info.pk_names, info.pk_types
+        ttl = info.time_to_live
+        # Every visible version up to this many, no other shaping: a row's stored encoding is the answer
+        # whenever nothing is hidden from it (encoding_usable).
+        plain_versions = -1  # no row has fewer versions: never
+        if _plain(spec) and spec.max_versions is not None:
+            plain_versions = min(spec.max_versions, info.max_versions)
         out = bytearray(HEADER)
         returned = scanned = 0
         next_key: bytes | None = None
@@ -178,11 +199,15 @@ class RowReads:
                     if not rows:
                         break
                     chunk = 1000
-                    for key, data in rows:
+                    for key, data, rec, nv, oldest in rows:
                         if scanned >= budget or returned >= limit or len(out) >= MAX_RANGE_BYTES:
                             next_key = key
                             break
                         scanned += 1
+                        if rec is not None and encoding_usable(nv, oldest, ttl, plain_versions, now_ms):
+                            out += rec
+                            returned += 1
+                            continue
                         pk = list(zip(names, decode_key(key, types), strict=True))
                         row_body = shape(info, pk, load_columns(data), spec, now_ms)
                         if row_body is not None:

@@ -75,7 +75,7 @@ def apply_write(txn: WriteTxn, stream: StreamLog, info: TableInfo, op: WriteOp,
             versions.sort(key=lambda v: -v[0])
             cols[c.name] = versions[: info.max_versions]
             logged.append((c.name, c.value, None, ts))
-        txn.put(tid, key, cols)
+        txn.put(tid, key, cols, pk)
         stream.append(txn, info, ACTION_PUT, pk, logged)
     elif op.kind == pb.UPDATE:
         cols = {n: list(v) for n, v in (old or {}).items()} if exists else {}
@@ -111,7 +111,7 @@ def apply_write(txn: WriteTxn, stream: StreamLog, info: TableInfo, op: WriteOp,
         if not exists and only_deletes:
             return encode_primary_key(pk) if op.return_pk else None
         if cols:
-            txn.put(tid, key, cols)
+            txn.put(tid, key, cols, pk)
         elif old is not None:
             txn.delete(tid, key)
         stream.append(txn, info, ACTION_UPDATE, pk, logged)
