@@ -188,8 +188,8 @@ def _capacity(args: argparse.Namespace, emu: EmulatorProcess, http: Http, table:
     from airflow_tablestore.client import INF_MAX as C_MAX
     from airflow_tablestore.client import INF_MIN as C_MIN
     from airflow_tablestore.client import TableClient, TunnelClient
-    from airflow_tablestore.client.plainbuffer import IMPLEMENTATION
     from airflow_tablestore.client.plainbuffer.decode import decode_rows as client_decode_rows
+    from airflow_tablestore.client.plainbuffer.implementation import IMPLEMENTATION
     from airflow_tablestore.client.records import decode_records
 
     tunnel_client = TunnelClient(**emu.client_kwargs)

@@ -34,7 +34,7 @@ VARIANTS = ("python", "c")
 
 def child(endpoint: str, kwargs: dict[str, str], tunnel_id: str, rows: int) -> None:
     """Drain ``tunnel_id`` with a no-op TunnelWorker; print the implementation, CPU and wall seconds as JSON."""
-    from airflow_tablestore.client import plainbuffer
+    from airflow_tablestore.client.plainbuffer.implementation import IMPLEMENTATION
     from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
     from airflow_tablestore.client.tunnel.worker import TunnelWorker
     from benchmarks.common import CountingChannelProcessor, RecordCounter
@@ -52,7 +52,7 @@ def child(endpoint: str, kwargs: dict[str, str], tunnel_id: str, rows: int) -> N
         worker.shutdown()
     if counter.count != rows:
         raise RuntimeError(f"{counter.count} records, expected {rows}")
-    print(json.dumps({"implementation": plainbuffer.IMPLEMENTATION, "cpu": cpu, "wall": wall}))
+    print(json.dumps({"implementation": IMPLEMENTATION, "cpu": cpu, "wall": wall}))
 
 
 def measure(emulator: EmulatorProcess, tunnels: TunnelClient, variant: str, rows: int, n: int) -> dict[str, float]:

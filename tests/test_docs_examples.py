@@ -5,13 +5,11 @@ uses only the installed plugin (no conftest, no AIRFLOW_HOME), as a user's test 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from airflow_helpers import run_user_pytest
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "airflow.md"
 
@@ -82,10 +80,4 @@ def test_row_sensor_example(tablestore_airflow_conn, tablestore_client):
 
 
 def test_the_documented_examples_run_against_the_emulator(tmp_path: Path) -> None:
-    (tmp_path / "test_doc_examples.py").write_text(SESSION % json.dumps(SNIPPETS))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTEST_"))}
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
-                             str(tmp_path), str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                            timeout=600)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-    assert re.search(rf"\b{len(SNIPPETS)} passed\b", result.stdout), result.stdout[-2000:]
+    run_user_pytest(tmp_path, {"test_doc_examples.py": SESSION % json.dumps(SNIPPETS)}, passed=len(SNIPPETS))

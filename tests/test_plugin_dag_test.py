@@ -4,13 +4,11 @@ AIRFLOW_HOME, no migrated database; the installed plugin gives the emulator, an 
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from airflow_helpers import run_user_pytest
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "emulator.md"
 
@@ -25,13 +23,7 @@ def doc_test_file() -> str:
 
 
 def test_the_documented_dag_test_passes_with_no_setup(tmp_path: Path) -> None:
-    (tmp_path / "test_my_dag.py").write_text(doc_test_file())
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTEST_"))}
     home = Path.home() / "airflow"
     existed = home.exists()
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
-                             str(tmp_path), str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                            timeout=300)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert re.search(r"\b1 passed\b", result.stdout), result.stdout[-2000:]
+    run_user_pytest(tmp_path, {"test_my_dag.py": doc_test_file()}, passed=1)
     assert home.exists() == existed  # the isolated home, never ~/airflow

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from airflow_helpers import run_user_pytest
 
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.links.console import (
@@ -101,10 +98,4 @@ def test_a_run_stores_the_console_links(tmp_path: Path) -> None:
     """A task run the way Airflow runs it (dag.test, in a pytest session of its own with the plugin's isolated
     Airflow) leaves its links in XCom, where the UI reads them. The connection names a region (V4 signing, which
     the emulator verifies), so the links are the console's."""
-    (tmp_path / "test_links.py").write_text(RUN_TEST)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTEST_"))}
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
-                             str(tmp_path), str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                            timeout=300)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert re.search(r"\b1 passed\b", result.stdout), result.stdout[-2000:]
+    run_user_pytest(tmp_path, {"test_links.py": RUN_TEST}, passed=1)

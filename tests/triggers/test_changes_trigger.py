@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from airflow_helpers import unique
+from airflow_helpers import collecting_worker, unique
 
 from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
@@ -140,10 +140,6 @@ def test_a_new_instance_counts_again_from_the_consume_point(
 ) -> None:
     """A triggerer restart builds the trigger again from its kwargs: whatever nobody consumed is reported again
     (none lost); what the tunnel's consumer checkpointed is not."""
-    from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
-    from airflow_tablestore.client.tunnel.processor import CallbackProcessor
-    from airflow_tablestore.client.tunnel.worker import TunnelWorker
-
     tunnel_id = tablestore_tunnel_client.create_tunnel(stream_table, "restart", TunnelType.STREAM)
     trigger = _trigger(stream_table, "restart", tablestore_airflow_conn, min_records=20, max_delay=3600)
     first = drive(trigger)
@@ -159,19 +155,12 @@ def test_a_new_instance_counts_again_from_the_consume_point(
     assert (again["first_change_ns"], again["last_change_ns"]) == (event["first_change_ns"], event["last_change_ns"])
     second.close()
 
-    seen: list[Any] = []
-    config = TunnelWorkerConfig(heartbeat_interval_s=0.2, heartbeat_timeout_s=10.0, checkpoint_interval_s=0.1,
-                                allow_short_intervals=True)
-    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id,
-                          CallbackProcessor(lambda records, ctx: seen.extend(records)), config).start()
-    try:
+    with collecting_worker(tablestore_tunnel_client, tunnel_id) as seen:
         deadline = time.monotonic() + 30
         hook = TablestoreTunnelHook(tablestore_airflow_conn)
         while time.monotonic() < deadline and hook.get_consume_point(stream_table, "restart") <= \
                 again["last_change_ns"]:
             time.sleep(0.2)
-    finally:
-        worker.shutdown(timeout=30)
     assert len(seen) == 25  # the consumer has them now, and the tunnel's consume point is past them
     third = drive(TablestoreTunnelChangesTrigger(**kwargs))
     assert third.next_event(1.5) is None  # consumed changes are not pending

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from airflow_helpers import first_trigger_event, unique
+from airflow_helpers import collecting_worker, first_trigger_event, unique
 
 from airflow_tablestore.client.epoch import parse_epoch_ns as to_epoch_ns
 from airflow_tablestore.client.model import TunnelType
@@ -39,10 +39,6 @@ def test_serialize_round_trip_keeps_complete_configuration() -> None:
 def test_success_once_a_real_consumer_passes_the_cutoff(
     tablestore_airflow_conn: str, stream_table: str, tablestore_client: Any, tablestore_tunnel_client: Any
 ) -> None:
-    from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
-    from airflow_tablestore.client.tunnel.processor import CallbackProcessor
-    from airflow_tablestore.client.tunnel.worker import TunnelWorker
-
     # A change from before the tunnel existed: a Stream tunnel starts at "latest" and must not deliver it.
     tablestore_client.put_row(stream_table, (("id", "before"), ("seq", -1)), [("v", -1)])
     tunnel_id = tablestore_tunnel_client.create_tunnel(stream_table, "tr", TunnelType.STREAM)
@@ -52,16 +48,9 @@ def test_success_once_a_real_consumer_passes_the_cutoff(
     hook = TablestoreTunnelHook(tablestore_airflow_conn)
     assert not hook.check_consume_point(stream_table, "tr", cutoff_ns).done  # nobody consumed yet
 
-    seen: list[Any] = []
-    config = TunnelWorkerConfig(heartbeat_interval_s=0.2, heartbeat_timeout_s=10.0, checkpoint_interval_s=0.1,
-                                allow_short_intervals=True, progress_log_interval_s=5.0)
-    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id,
-                          CallbackProcessor(lambda records, ctx: seen.extend(records)), config).start()
-    try:
+    with collecting_worker(tablestore_tunnel_client, tunnel_id) as seen:
         event = first_trigger_event(_trigger(stream_table, "tr", tablestore_airflow_conn, cutoff_ns,
-                                      poll_interval=0.2, max_wait_seconds=120))
-    finally:
-        worker.shutdown(timeout=30)
+                                             poll_interval=0.2, max_wait_seconds=120))
     assert event["status"] == "success", event
     assert event["consume_point_ns"] >= cutoff_ns
     assert event["tunnel_id"] == tunnel_id and event["cutoff_ns"] == cutoff_ns
@@ -71,28 +60,17 @@ def test_success_once_a_real_consumer_passes_the_cutoff(
 def test_base_data_tunnel_succeeds_once_every_channel_terminated(
     tablestore_airflow_conn: str, stream_table: str, tablestore_client: Any, tablestore_tunnel_client: Any
 ) -> None:
-    from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
-    from airflow_tablestore.client.tunnel.processor import CallbackProcessor
-    from airflow_tablestore.client.tunnel.worker import TunnelWorker
-
     for i in range(30):
         tablestore_client.put_row(stream_table, (("id", f"b{i}"), ("seq", i)), [("v", i)])
     tunnel_id = tablestore_tunnel_client.create_tunnel(stream_table, "base", TunnelType.BASE_DATA)
     hook = TablestoreTunnelHook(tablestore_airflow_conn)
     assert not hook.check_consume_point(stream_table, "base", 0).done  # base data not read yet
 
-    seen: list[Any] = []
-    config = TunnelWorkerConfig(heartbeat_interval_s=0.2, heartbeat_timeout_s=10.0, checkpoint_interval_s=0.1,
-                                allow_short_intervals=True)
-    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id,
-                          CallbackProcessor(lambda records, ctx: seen.extend(records)), config).start()
-    try:
+    with collecting_worker(tablestore_tunnel_client, tunnel_id) as seen:
         # The cutoff is irrelevant for BaseData tunnels: far future still succeeds once all channels end.
         far = to_epoch_ns(datetime.now(UTC) + timedelta(days=365))
         event = first_trigger_event(_trigger(stream_table, "base", tablestore_airflow_conn, far, poll_interval=0.2,
-                                      max_wait_seconds=120))
-    finally:
-        worker.shutdown(timeout=30)
+                                             max_wait_seconds=120))
     assert event["status"] == "success", event
     assert event["tunnel_type"] == "BaseData" and "channels terminated" in event["message"]
     assert len({r.primary_key for r in seen}) == 30

@@ -2,7 +2,7 @@
 
 The compiled module is built when the package is installed from source on a machine with a C compiler (and
 ships in wheels); without it everything works the same, only slower. :data:`IMPLEMENTATION` says which path is
-in use (``"c"`` or ``"python"``, also as ``airflow_tablestore.client.plainbuffer.IMPLEMENTATION``) and the
+in use (``"c"`` or ``"python"``) and the
 choice is logged once at debug level. The environment variable ``TABLESTORE_PLAINBUFFER`` steers it:
 
 * unset, empty or ``auto``: the compiled decoder if it imports, pure Python otherwise;
