@@ -11,7 +11,9 @@ over the rows, then one C conversion per column; never a Python object per outpu
   columns, the newest version of attribute columns, or all versions as ``list<struct<timestamp, value>>``
   newest first; the ``tablestore`` data source yields these. A cell whose type does not fit its column is
   null plus a description in the corrupt-record column (``PERMISSIVE``) or a :class:`CellTypeError` naming the
-  row key, the column and both types (``FAILFAST``).
+  row key, the column and both types (``FAILFAST``). Where the compiled PlainBuffer module is in use, a
+  schema of key and newest-version columns is filled in C (the same batch); the Python path runs for
+  versioned columns and for any batch holding a cell that does not fit its column.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pyarrow as pa
 
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import ColumnType, PrimaryKey, Row
+from airflow_tablestore.client.plainbuffer.implementation import compiled_module
 
 ARROW_TYPES: dict[ColumnType, pa.DataType] = {
     ColumnType.INTEGER: pa.int64(),
@@ -101,6 +104,11 @@ class TypedValues:
 
 # ---- rows of a table as record batches ---------------------------------------------------------------------
 
+_flat_arrays = getattr(compiled_module(), "flat_arrays", None)
+_FLAT_KINDS = {ColumnType.INTEGER: (0, pa.int64()), ColumnType.DOUBLE: (1, pa.float64()),
+               ColumnType.BOOLEAN: (2, pa.bool_()), ColumnType.STRING: (3, pa.string()),
+               ColumnType.BINARY: (4, pa.binary())}
+
 
 class CellTypeError(TablestoreClientError):
     """``FAILFAST``: a cell's Tablestore type does not fit its column in the schema."""
@@ -149,9 +157,58 @@ class RowsToArrow:
         self._cells = {f.name: i for i, f in enumerate(fields) if f.source == CELL}
         self._versions = {f.name: i for i, f in enumerate(fields) if f.source == VERSIONS}
         self.attribute_columns = tuple(f.name for f in fields if f.source in (CELL, VERSIONS))
+        self._flat_specs = self._flat_plan()
+
+    def _flat_plan(self) -> tuple[tuple[int, int, int], ...] | None:
+        """``(source, kind, key index)`` per column for the compiled path, or None when it cannot build them
+        (versioned columns, Arrow types other than the exact ones)."""
+        specs = []
+        for spec, arrow_type in zip(self.fields, self.schema.types, strict=True):
+            if spec.source == CORRUPT:
+                if arrow_type != pa.string():
+                    return None
+                specs.append((2, 0, 0))
+                continue
+            if spec.source not in (KEY, CELL) or spec.type is None:
+                return None
+            kind, expected = _FLAT_KINDS[spec.type]
+            if arrow_type != expected:
+                return None
+            specs.append((0 if spec.source == KEY else 1, kind, spec.index if spec.source == KEY else 0))
+        return tuple(specs)
 
     def batch(self, rows: Sequence[Row]) -> pa.RecordBatch:
-        """One record batch holding ``rows`` in order."""
+        """One record batch holding ``rows`` in order (filled in C where the compiled module is in use and
+        every cell fits its column; else :meth:`batch_python`)."""
+        if _flat_arrays is not None and self._flat_specs is not None:
+            batch = self.batch_compiled(rows)
+            if batch is not None:
+                return batch
+        return self.batch_python(rows)
+
+    def batch_compiled(self, rows: Sequence[Row]) -> pa.RecordBatch | None:
+        """The compiled path of :meth:`batch`: the same batch, or None when it does not apply (no compiled
+        module, versioned columns, or a cell that does not fit its column: the Python path reports those)."""
+        if _flat_arrays is None or self._flat_specs is None:
+            return None
+        leaves = _flat_arrays(rows, self._flat_specs, self._cells)
+        if leaves is None:
+            return None
+        n = len(rows)
+        arrays: list[pa.Array] = []
+        for field, leaf in zip(self.schema, leaves, strict=True):
+            if leaf is None:  # the corrupt-record column: every cell fitted
+                arrays.append(pa.nulls(n, pa.string()))
+                continue
+            length, null_count, validity, values, data = leaf
+            buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(values)]
+            if data is not None:
+                buffers.append(pa.py_buffer(data))
+            arrays.append(pa.Array.from_buffers(field.type, length, buffers, null_count=null_count))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def batch_python(self, rows: Sequence[Row]) -> pa.RecordBatch:
+        """One record batch holding ``rows`` in order, built in Python (the reference of the compiled path)."""
         n = len(rows)
         cells: dict[int, list[Any]] = {i: [None] * n for i in self._cells.values()}
         versions: dict[int, list[list[tuple[int | None, Any]] | None]] = {
