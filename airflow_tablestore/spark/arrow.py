@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import ColumnType, PrimaryKey, Row
-from airflow_tablestore.client.plainbuffer.implementation import compiled_module
+from airflow_tablestore.client.plainbuffer.implementation import IMPLEMENTATION
 
 ARROW_TYPES: dict[ColumnType, pa.DataType] = {
     ColumnType.INTEGER: pa.int64(),
@@ -102,9 +102,21 @@ class TypedValues:
                                                                           strict=True))]
 
 
+def compiled_arrow() -> Any:
+    """The compiled Arrow builders (``_arrow_speedups.c``), or None: not built, or the compiled PlainBuffer
+    decoder is not in use (``TABLESTORE_PLAINBUFFER=python`` switches both off)."""
+    if IMPLEMENTATION != "c":
+        return None
+    try:
+        from airflow_tablestore.spark import _arrow_speedups  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _arrow_speedups
+
+
 # ---- rows of a table as record batches ---------------------------------------------------------------------
 
-_flat_arrays = getattr(compiled_module(), "flat_arrays", None)
+_flat_arrays = getattr(compiled_arrow(), "flat_arrays", None)
 _FLAT_KINDS = {ColumnType.INTEGER: (0, pa.int64()), ColumnType.DOUBLE: (1, pa.float64()),
                ColumnType.BOOLEAN: (2, pa.bool_()), ColumnType.STRING: (3, pa.string()),
                ColumnType.BINARY: (4, pa.binary())}

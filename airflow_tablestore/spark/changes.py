@@ -32,8 +32,7 @@ from airflow_tablestore.client.model import (
     SequenceInfo,
     WriteType,
 )
-from airflow_tablestore.client.plainbuffer.implementation import compiled_module
-from airflow_tablestore.spark.arrow import ARROW_TYPES, TypedValues, normalized, value_type
+from airflow_tablestore.spark.arrow import ARROW_TYPES, TypedValues, compiled_arrow, normalized, value_type
 
 _VALUE_SLOT = {
     ColumnType.INTEGER: "int_value", ColumnType.DOUBLE: "double_value", ColumnType.BOOLEAN: "bool_value",
@@ -150,7 +149,7 @@ def records_to_arrow(records: Sequence[Record], channel_id: str, chunk: str, fir
     return records_to_arrow_python(records, channel_id, chunk, first_index)
 
 
-_change_log_arrays = getattr(compiled_module(), "change_log_arrays", None)
+_change_log_arrays = getattr(compiled_arrow(), "change_log_arrays", None)
 
 
 def _from_buffers(arrow_type: pa.DataType, spec: tuple[int, int, bytes | None, bytes, bytes | None]) -> pa.Array:

@@ -125,7 +125,8 @@ def test_release_artifacts(dists: tuple[Path, Path]) -> None:
             assert archive.read(f"{info}/licenses/{name}") == (repo / name).read_bytes(), name
     # built with a compiler: a CPython- and platform-specific wheel carrying the compiled PlainBuffer decoder
     assert re.fullmatch(rf"airflow_provider_tablestore-{re.escape(version)}-cp3\d+-cp3\d+-[\w.]+\.whl", wheel.name)
-    assert [n for n in names if re.fullmatch(r"airflow_tablestore/client/plainbuffer/_speedups\..+\.(so|pyd)", n)]
+    for module in ("client/plainbuffer/_speedups", "spark/_arrow_speedups"):
+        assert [n for n in names if re.fullmatch(rf"airflow_tablestore/{module}\..+\.(so|pyd)", n)], module
     assert not [n for n in names if n.endswith(".c")]
     assert {"pyspark_tablestore.py", "airflow_tablestore/py.typed", "airflow_tablestore/protocol/ots_table.proto",
             "airflow_tablestore/spark/log4j2.properties"} <= names
@@ -152,7 +153,7 @@ def test_release_artifacts(dists: tuple[Path, Path]) -> None:
             assert archive.extractfile(f"{top}/{name}").read() == (repo / name).read_bytes(), name  # type: ignore[union-attr]
     docs = {f"docs/{path.name}" for path in (repo / "docs").glob("*.md")}
     assert {"README.md", "BENCHMARKS.md", "pyproject.toml", "pyspark_tablestore.py"} | docs <= files, docs - files
-    assert "airflow_tablestore/client/plainbuffer/_speedups.c" in files
+    assert {"airflow_tablestore/client/plainbuffer/_speedups.c", "airflow_tablestore/spark/_arrow_speedups.c"} <= files
     assert not [name for name in files if name.startswith("tests/")]  # the suite needs the repository
     assert pkg_info["Version"] == version
     print(f"[compat] release {version}: twine check passed on {sdist.name} and {wheel.name}; LICENSE, NOTICE in "
@@ -173,7 +174,7 @@ def test_install_without_a_c_compiler_uses_pure_python(dists: tuple[Path, Path])
                               "--disable-pip-version-check", str(sdist)], env=env, capture_output=True, text=True)
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     probe = textwrap.dedent("""
-        import airflow_tablestore.client.plainbuffer as pb
+        import airflow_tablestore.client.plainbuffer.implementation as pb
         from airflow_tablestore.client.model import Column, Row, SequenceInfo
         from airflow_tablestore.client.plainbuffer.decode import decode_record_list, decode_rows
         from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
@@ -186,7 +187,7 @@ def test_install_without_a_c_compiler_uses_pure_python(dists: tuple[Path, Path])
     assert done.returncode == 0, done.stderr[-3000:]
     implementation, location = done.stdout.split()
     assert implementation == "python" and Path(location).is_relative_to(root), done.stdout
-    assert not list(root.rglob("_speedups*.so"))
+    assert not list(root.rglob("*_speedups*.so"))
     print(f"[compat] {sdist.name} with CC=/bin/false: installed, pure-Python decoder, round trip ok", flush=True)
 
 

@@ -1,5 +1,5 @@
-"""The Arrow batches filled in C against the Python builders: the change log (``_speedups.change_log_arrays``
-vs ``records_to_arrow_python``) and the data source's flat rows (``_speedups.flat_arrays`` vs
+"""The Arrow batches filled in C against the Python builders: the change log (``_arrow_speedups.change_log_arrays``
+vs ``records_to_arrow_python``) and the data source's flat rows (``_arrow_speedups.flat_arrays`` vs
 ``RowsToArrow.batch_python``).
 
 Both get the same seeded-random records (every value type in keys and cells, nulls, deletes of one and of all
@@ -51,11 +51,11 @@ TS = 1_700_000_000_000
 @pytest.fixture(autouse=True)
 def compiled(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     try:
-        module = importlib.import_module("airflow_tablestore.client.plainbuffer._speedups")
+        module = importlib.import_module("airflow_tablestore.spark._arrow_speedups")
     except ImportError as exc:
         if os.environ.get("TABLESTORE_PLAINBUFFER_OPTIONAL") == "1":
             pytest.skip(f"the compiled module is not built (optional here): {exc}")
-        raise AssertionError("the compiled PlainBuffer module is not built; `pip install -e .` builds it") from exc
+        raise AssertionError("the compiled Arrow module is not built; `pip install -e .` builds it") from exc
     # also under TABLESTORE_PLAINBUFFER=python, which leaves records_to_arrow on the Python path
     monkeypatch.setattr(changes, "_change_log_arrays", module.change_log_arrays)
     monkeypatch.setattr(arrow, "_flat_arrays", module.flat_arrays)
