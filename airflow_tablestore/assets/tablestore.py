@@ -14,10 +14,11 @@ from urllib.parse import SplitResult, urlsplit
 
 from airflow.sdk import Asset
 
+from airflow_tablestore.client.table.arguments import TABLE_NAME_RULE
+
 SCHEME = "tablestore"
 INSTANCE_RE = re.compile(r"^[a-z][a-z0-9-]{1,14}[a-z0-9]$")
 """3-16 characters: a letter first, then letters, digits or hyphens, not ending with a hyphen."""
-TABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 
 
 def sanitize_uri(uri: SplitResult) -> SplitResult:
@@ -27,7 +28,7 @@ def sanitize_uri(uri: SplitResult) -> SplitResult:
         raise ValueError(f"{SCHEME}:// URI needs a Tablestore instance name as its host (3-16 letters, digits "
                          f"or hyphens, starting with a letter), got {uri.netloc!r}")
     table = uri.path.strip("/")
-    if not TABLE_RE.match(table):
+    if not TABLE_NAME_RULE.fullmatch(table):
         raise ValueError(f"{SCHEME}:// URI needs exactly one table name as its path "
                          f"(tablestore://<instance>/<table>), got {uri.path!r}")
     if uri.query or uri.fragment:

@@ -209,6 +209,12 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT], metaclass=ABCMeta):
             self._client.close()
             self._client = None
 
+    def forget_connection(self) -> None:
+        """Close the client and drop the parsed connection: the next use reads the connection again (a rotated
+        secret, a renewed STS token), for long-lived users such as an asset watcher's trigger."""
+        self.close()
+        self._config = None
+
     def __enter__(self) -> Self:
         """``with TablestoreHook(...) as hook:`` closes the client when the block ends."""
         return self

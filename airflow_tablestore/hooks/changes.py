@@ -84,10 +84,12 @@ class TunnelChangesWatch:
         in a thread). Raises :class:`TunnelExpiredError` for an expired tunnel and the client's errors."""
         config = await self.hook.aget_config()
         tunnels = self.hook.get_conn()  # config is cached: no synchronous connection lookup happens here
-        if self._backlog is None:
+        if self._stream is None:
             self._stream = StreamClient(**config.client_kwargs())
+        if self._backlog is None:
             self._backlog = StreamBacklog(self._stream, self.table_name)
         backlog = self._backlog
+        backlog.client = self._stream
         description = await asyncio.to_thread(tunnels.describe_tunnel, self.table_name, self.tunnel_name)
         if description.tunnel.expired:
             raise TunnelExpiredError(
@@ -100,6 +102,14 @@ class TunnelChangesWatch:
     def mark_reported(self) -> None:
         if self._backlog is not None:
             self._backlog.mark_reported()
+
+    def reconnect(self) -> None:
+        """Close both clients and read the connection again at the next poll (after an error that a changed
+        connection may fix: a rotated secret, an expired STS token); what was reported is kept."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        self.hook.forget_connection()
 
     def close(self) -> None:
         if self._stream is not None:

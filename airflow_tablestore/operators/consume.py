@@ -25,8 +25,9 @@ from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
 from airflow_tablestore.client.tunnel.cutoff import consumed_through
 from airflow_tablestore.client.tunnel.processor import CallbackProcessor, ChannelContext
 from airflow_tablestore.client.tunnel.worker import TunnelWorker
+from airflow_tablestore.hooks.arguments import check_non_empty, check_positive, check_table_name
 from airflow_tablestore.hooks.consume_point import tunnel_problem_message
-from airflow_tablestore.hooks.failures import check_non_empty, check_positive, check_table_name, fail_fast
+from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
 

@@ -23,8 +23,9 @@ from airflow.sdk import Asset, AssetAlias, BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.assets.tablestore import create_asset
+from airflow_tablestore.hooks.arguments import check_choice, check_non_empty, check_table_name
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
-from airflow_tablestore.hooks.failures import check_choice, check_non_empty, check_table_name, fail_fast
+from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 from airflow_tablestore.operators.base import TablestoreHookMixin, tablestore_template_fields

@@ -93,6 +93,8 @@ def consumer_argument_problem(args: list[Any] | None) -> str | None:
         parse_args(argv)  # the checks across options
     except OptionsError as err:
         return str(err)
+    except SystemExit:  # -h/--help (argparse prints and exits): never end the task from here
+        return "the consumer's arguments hold -h/--help: it would print its usage instead of running"
     return None
 
 

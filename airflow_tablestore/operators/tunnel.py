@@ -11,7 +11,8 @@ from airflow.sdk import Context
 from airflow_tablestore.client.epoch import parse_epoch_ns
 from airflow_tablestore.client.errors import AlreadyExistsError, TablestoreClientError
 from airflow_tablestore.client.model import TunnelType
-from airflow_tablestore.hooks.failures import check_non_empty, check_table_name, fail_fast
+from airflow_tablestore.hooks.arguments import check_non_empty, check_table_name
+from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, parse_tunnel_type
 from airflow_tablestore.operators._lineage import table_lineage
 from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields

@@ -9,7 +9,8 @@ from typing import Any
 from airflow.sdk import Context, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_tablestore.hooks.failures import check_positive, check_table_name, fail_fast
+from airflow_tablestore.hooks.arguments import check_positive, check_table_name
+from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.row_check import RowCheck
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.operators.base import tablestore_template_fields

@@ -11,8 +11,9 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.client.epoch import parse_epoch_ns
 from airflow_tablestore.client.errors import NotFoundError, TablestoreClientError, TunnelExpiredError
+from airflow_tablestore.hooks.arguments import check_non_empty, check_positive, check_table_name
 from airflow_tablestore.hooks.consume_point import ConsumePointCheck, tunnel_problem_message
-from airflow_tablestore.hooks.failures import check_non_empty, check_positive, check_table_name, fail_fast
+from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 from airflow_tablestore.operators.base import tablestore_template_fields
 from airflow_tablestore.sensors.base import TablestoreBaseSensor

@@ -193,6 +193,7 @@ class RowsToArrow:
         """One record batch holding ``rows`` in order (filled in C where the compiled module is in use and
         every cell fits its column; else :meth:`batch_python`)."""
         if _flat_arrays is not None and self._flat_specs is not None:
+            rows = rows if isinstance(rows, (list, tuple)) else list(rows)  # both paths may need to iterate it
             batch = self.batch_compiled(rows)
             if batch is not None:
                 return batch

@@ -143,6 +143,7 @@ def records_to_arrow(records: Sequence[Record], channel_id: str, chunk: str, fir
     handles: value subclasses, bytes-likes, out-of-range integers...), else by :func:`records_to_arrow_python`.
     """
     if _change_log_arrays is not None:
+        records = records if isinstance(records, (list, tuple)) else list(records)  # both paths may iterate it
         table = records_to_arrow_compiled(records, channel_id, chunk, first_index)
         if table is not None:
             return table

@@ -77,8 +77,10 @@ class TablestoreTunnelChangesTrigger(BaseEventTrigger):
                                    tunnel_problem_message(err, self.table_name, self.tunnel_name))
                 except TablestoreError as err:
                     self.log.error("Watching %s: %s (%s)", where, err, err.code)
+                    watch.reconnect()  # e.g. a rotated secret or an expired STS token: read the connection again
                 except Exception as err:  # noqa: BLE001 - e.g. an unknown connection id: keep watching, never exit
                     self.log.error("Watching %s: %s: %s", where, type(err).__name__, err)
+                    watch.reconnect()
                 else:
                     reason = self.thresholds.reason(backlog, now_us())
                     if reason is not None:
@@ -88,6 +90,6 @@ class TablestoreTunnelChangesTrigger(BaseEventTrigger):
                         yield TriggerEvent(payload)
                         watch.mark_reported()
                     else:
-                        self.log.info("%s: %d unreported changes past the consume point %s", where,
-                                      backlog.records, description.consume_point or "(none yet)")
+                        self.log.debug("%s: %d unreported changes past the consume point %s", where,
+                                       backlog.records, description.consume_point or "(none yet)")
                 await asyncio.sleep(self.poll_interval)

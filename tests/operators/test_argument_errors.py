@@ -228,6 +228,7 @@ CASES: list[Case] = [
         ("application_args", _consumer_args(phase="incremental", cutoff="25/11/2026"), "run",
          ["--cutoff", "'25/11/2026'", "ISO 8601"]),
         ("application_args", _consumer_args(phase="incremental"), "run", ["--phase incremental needs --cutoff"]),
+        ("application_args", [*_consumer_args(), "--help"], "run", ["-h/--help", "usage"]),
     ),
     *_cases(
         TablestoreTunnelConsumePointSensor, CONNECTION, EMPTY_TABLE, BAD_TABLE, EMPTY_TUNNEL, CUTOFF,

@@ -106,6 +106,12 @@ static inline int64_t read_i64(const unsigned char *p) {
 
 static inline int32_t read_i32(const unsigned char *p) { return (int32_t)read_u32(p); }
 
+/* start + len, or n + 1 ("past the end") when that would pass n: a u32 length never overflows a 32-bit
+   Py_ssize_t into a negative end (which would move the decoder backwards). start <= n. */
+static inline Py_ssize_t bounded_end(Py_ssize_t start, uint32_t len, Py_ssize_t n) {
+    return (uint64_t)len > (uint64_t)(n - start) ? n + 1 : start + (Py_ssize_t)len;
+}
+
 /* ---- errors ---------------------------------------------------------------------------------------- */
 
 static void raise_message(PyObject *message) {
@@ -326,7 +332,7 @@ static int decode_extension(PyObject *data, const unsigned char *d, Py_ssize_t n
     if (pos + 5 > n) {
         return TRUNCATED;
     }
-    Py_ssize_t end = pos + 5 + (Py_ssize_t)read_u32(d + pos + 1);
+    Py_ssize_t end = bounded_end(pos + 5, read_u32(d + pos + 1), n);
     if (end > n) {
         return TRUNCATED;
     }
@@ -336,7 +342,7 @@ static int decode_extension(PyObject *data, const unsigned char *d, Py_ssize_t n
         if (p + 5 > n) {
             return TRUNCATED;
         }
-        Py_ssize_t sub_end = p + 5 + (Py_ssize_t)read_u32(d + p + 1);
+        Py_ssize_t sub_end = bounded_end(p + 5, read_u32(d + p + 1), n);
         if (sub_end > end) {
             raise_message(PyUnicode_FromFormat(
                 "extension block at offset %zd overruns the extension ending at %zd", p, end));
@@ -415,7 +421,7 @@ static int decode_body(PyObject *data, const unsigned char *d, Py_ssize_t n, PyO
                     status = TRUNCATED;
                     goto done;
                 }
-                Py_ssize_t end = pos + 6 + (Py_ssize_t)read_u32(d + pos + 2);
+                Py_ssize_t end = bounded_end(pos + 6, read_u32(d + pos + 2), n);
                 if (d[pos + 1] != TAG_CELL_NAME) {
                     raise_bad_tag(data, pos + 1, "CELL_NAME (0x04)");
                     status = FAIL;
@@ -451,7 +457,7 @@ static int decode_body(PyObject *data, const unsigned char *d, Py_ssize_t n, PyO
                             status = TRUNCATED;
                             goto done;
                         }
-                        ve = vs + 5 + (Py_ssize_t)read_u32(d + vs + 1);
+                        ve = bounded_end(vs + 5, read_u32(d + vs + 1), n);
                         if (ve > n) {
                             status = TRUNCATED;
                             goto done;

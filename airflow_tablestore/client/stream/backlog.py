@@ -132,15 +132,19 @@ class StreamBacklog:
               budget: int) -> tuple[int, bool]:
         """Read one shard forward (at most ``budget`` records): ``(records read, reached its end)``."""
         read = 0
+        repositioned = False
         while state.iterator is not None and read < budget:
             try:
                 result = self.client.get_stream_records(state.iterator, limit=min(PAGE, budget - read))
             except (TrimmedDataError, NotFoundError):
+                if repositioned:  # a fresh iterator refused too: try again at the next poll, not in a loop
+                    return read, False
                 # the position fell out of the retention: go on from the last change read (changes of that
                 # microsecond may be counted twice: at least once)
                 log.warning("Stream of %r: shard %s was trimmed under the poll; repositioning", self.table_name,
                             shard_id)
                 state.iterator = self._position(stream_id, shard_id, max(consume_point_ns, state.seen_us * 1000))
+                repositioned = True
                 continue
             read += len(result.records)
             for record in result.records:

@@ -7,6 +7,7 @@ raises :class:`TablestoreClientError` naming the bad entry.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,10 @@ from airflow_tablestore.client.model import Column, PrimaryKey
 
 ColumnsArg = Mapping[str, Any] | Iterable[Column | tuple[Any, ...]]
 PrimaryKeyArg = Sequence[tuple[str, Any]] | Mapping[str, Any]
+
+TABLE_NAME_RULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+"""Tablestore's rule for table names (``fullmatch``): 1-255 letters, digits and underscores, not starting with a
+digit. The service enforces it; callers that want to refuse a name before any request use it."""
 
 
 def table_name(name: object) -> str:
