@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import multiprocessing
+import os
 import time
 from typing import Any
 
@@ -124,6 +125,13 @@ def _range_steps(http: Http, table: str, batch: int) -> tuple[list[Step], list[A
         if not resp.next_start_primary_key:
             return steps, answers
         start = resp.next_start_primary_key
+
+
+def _process_cpu(pid: int) -> float:
+    """CPU-seconds (user + system) used so far by process ``pid``, all its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _signed(creds: dict[str, str], uri: str, body: bytes) -> dict[str, str]:
@@ -222,14 +230,24 @@ def _capacity(args: argparse.Namespace, emu: EmulatorProcess, http: Http, table:
     }
     client: dict[str, float] = {}
     decode: dict[str, float] = {}
+    cpu_client: dict[str, float] = {}
+    cpu_server: dict[str, float] = {}
+    assert emu.process is not None
     for _ in range(args.repeat):  # interleaved, best of `repeat`
         for name, ((steps, answers), tunnel, fn) in plans.items():
             assert sum(n for _, _, n in steps) == args.rows, (name, steps)
+            s0 = _process_cpu(emu.process.pid)
+            c0 = time.process_time()
             t0 = time.perf_counter()
             n = fn()
             dt = time.perf_counter() - t0
+            c1 = time.process_time()
+            s1 = _process_cpu(emu.process.pid)
             assert n == args.rows, (name, n)
             client[name] = max(client.get(name, 0.0), n / dt)
+            # CPU-seconds per 100k records on each side of the same drain (least of `repeat`)
+            cpu_client[name] = min(cpu_client.get(name, 1e9), (c1 - c0) / n * 1e5)
+            cpu_server[name] = min(cpu_server.get(name, 1e9), (s1 - s0) / n * 1e5)
             t0 = time.perf_counter()
             if tunnel:
                 n = sum(len(decode_records(a.records)) for a in answers)
@@ -249,6 +267,11 @@ def _capacity(args: argparse.Namespace, emu: EmulatorProcess, http: Http, table:
     for name in plans:
         print(f"{name:22s} {served[name]:13.0f} {client[name]:15.0f} {served[name] / client[name]:6.2f} "
               f"{decode[name]:19.0f} {served[name] / decode[name]:6.2f}")
+    print("CPU-seconds per 100k records, same drains (least of repeat):")
+    print(f"{'workload':22s} {'client':>8s} {'emulator':>9s} {'client/emulator':>16s}")
+    for name in plans:
+        print(f"{name:22s} {cpu_client[name]:8.3f} {cpu_server[name]:9.3f} "
+              f"{cpu_client[name] / cpu_server[name]:16.2f}")
 
 
 def main() -> None:

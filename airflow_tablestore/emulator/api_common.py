@@ -4,7 +4,7 @@ The convention: a surface (:class:`ApiSurface`) is a class whose handlers are me
 action (``create_table``, ``get_stream_record``, ``read_records``) and whose :meth:`~ApiSurface.routes` is
 its one route table, wire path → handler; the server merges the tables (a path two surfaces claim stops it
 at start-up). The handlers of the protobuf surfaces (table, stream, tunnel) take the request body, parse it
-with :func:`parse` and return the response message (:data:`Handler`).
+with :func:`parse` and return the response message (:data:`Handler`), or its bytes when they assemble it.
 
 The control surface (:mod:`airflow_tablestore.emulator.control`) follows the same convention, route table and
 handlers named after their op, with JSON bodies instead: its handlers take the request's JSON object and
@@ -26,8 +26,9 @@ from airflow_tablestore.emulator.messages import parse_request
 from airflow_tablestore.emulator.store.database import Store
 from airflow_tablestore.emulator.store.model import TableInfo
 
-Handler = Callable[[bytes], Message]
-"""One action of a protobuf surface: the raw request body → the response message (or EmulatorError)."""
+Handler = Callable[[bytes], Message | bytes]
+"""One action of a protobuf surface: the raw request body → the response message (or EmulatorError), or its
+serialized bytes where the handler assembles the answer itself (the tunnel's record reads)."""
 
 
 class ApiSurface(Protocol):

@@ -28,6 +28,7 @@ class EmulatorConfig:
     max_read_records: int = 1000
     stream_retention_hours: int = 168
     range_page_rows: int = 5000
+    read_cache_mb: int = 512
     verify_signature: bool = True
     log_level: str = "INFO"
     connection_timeout: float = 60.0
@@ -58,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tunnel records per ReadRecords")
     p.add_argument("--stream-retention-hours", type=int, default=d.stream_retention_hours)
     p.add_argument("--range-page-rows", type=int, default=d.range_page_rows, help="GetRange page budget")
+    p.add_argument("--read-cache-mb", type=int, default=d.read_cache_mb,
+                   help="memory for tables, snapshots and stream partitions read again (0: read SQLite always)")
     p.add_argument("--no-verify-signature", action="store_true")
     p.add_argument("--connection-timeout", type=float, default=d.connection_timeout,
                    help="seconds a connection may stay silent (mid-request or idle keep-alive) before it is "
@@ -123,6 +126,8 @@ def parse_args(argv: list[str] | None = None) -> EmulatorConfig:
         raise SystemExit("--stream-partitions must be >= 1")
     if ns.range_page_rows < 1:
         raise SystemExit("--range-page-rows must be >= 1")
+    if ns.read_cache_mb < 0:
+        raise SystemExit("--read-cache-mb must be >= 0")
     if ns.connection_timeout <= 0:
         raise SystemExit("--connection-timeout must be > 0")
     return EmulatorConfig(
@@ -137,6 +142,7 @@ def parse_args(argv: list[str] | None = None) -> EmulatorConfig:
         max_read_records=ns.max_read_records,
         stream_retention_hours=ns.stream_retention_hours,
         range_page_rows=ns.range_page_rows,
+        read_cache_mb=ns.read_cache_mb,
         verify_signature=not ns.no_verify_signature,
         log_level=ns.log_level,
         connection_timeout=ns.connection_timeout,

@@ -61,7 +61,7 @@ def _ranges(api: TableApi) -> list[bytes]:
 
 
 def _snapshot(store: Store, sid: int) -> list[tuple[bytes, bytes]]:
-    return store.snapshots.read(sid, None, None, None, 1000)
+    return list(zip(*store.snapshots.read(sid, None, None, None, 1000), strict=True))
 
 
 def _both_ways(store: Store, api: TableApi, sid: int) -> tuple[list[bytes], list[tuple[bytes, bytes]]]:

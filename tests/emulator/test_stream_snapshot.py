@@ -13,7 +13,7 @@ from emu_wire import Wire, create_table, delete, pb, put, update
 from airflow_tablestore.emulator.clock import Clock
 from airflow_tablestore.emulator.codec.decode import decode_row
 from airflow_tablestore.emulator.codec.encode import encode_row
-from airflow_tablestore.emulator.codec.format import OP_DELETE_ALL, OP_INCREMENT, PBRow
+from airflow_tablestore.emulator.codec.format import HEADER, OP_DELETE_ALL, OP_INCREMENT, PBRow
 from airflow_tablestore.emulator.config import EmulatorConfig
 from airflow_tablestore.emulator.store.database import Store
 from airflow_tablestore.emulator.store.keys import encode_key
@@ -211,14 +211,14 @@ def test_snapshot_plus_stream_replays_exactly_under_concurrent_writes(tmp_path: 
             for start, end in ranges:
                 after = None
                 while True:
-                    page = store.snapshots.read(snap.snapshot_id, start, end, after, 25)
-                    if not page:
+                    keys, bodies = store.snapshots.read(snap.snapshot_id, start, end, after, 25)
+                    if not keys:
                         break
-                    for key, record in page:
-                        row = decode_row(record)
+                    for key, body in zip(keys, bodies, strict=True):
+                        row = decode_row(HEADER + body)
                         assert encode_key([v for _, v in row.pk]) == key
                         base[key] = {c.name: c.value for c in row.cells}
-                    after = page[-1][0]
+                    after = keys[-1]
                 total += store.snapshots.row_count(snap.snapshot_id, start, end)
             assert total == len(base) == store.snapshots.row_count(snap.snapshot_id)
             records = [e for p in store.stream.partitions("snap")

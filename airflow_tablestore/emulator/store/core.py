@@ -17,7 +17,7 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 from airflow_tablestore.emulator.clock import Clock
@@ -54,6 +54,7 @@ class WriteTxn:
         self.core = core
         self.conn = conn
         self.meta_changed = False  # table/partition caches touched: reload them on rollback
+        self.changed: set[Hashable] = set()  # what this transaction changes that read caches hold (version keys)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run any SQL inside this transaction (for the tunnel service's own tables)."""
@@ -69,10 +70,12 @@ class WriteTxn:
             info = next((i for i in self.core.table_cache.values() if i.table_id == tid), None)
             pk = None if info is None else list(zip(info.pk_names, decode_key(key, info.pk_types), strict=True))
         enc = encode_stored(pk, cols) if pk is not None else None
+        self.changed.add(("rows", tid))
         self.conn.execute("INSERT OR REPLACE INTO rows(tid, key, data, rec, nv, oldest) VALUES(?,?,?,?,?,?)",
                           (tid, key, dump_columns(cols), *(enc or (None, None, None))))
 
     def delete(self, tid: int, key: bytes) -> None:
+        self.changed.add(("rows", tid))
         self.conn.execute("DELETE FROM rows WHERE tid=? AND key=?", (tid, key))
 
     def next_auto_increment(self, tid: int) -> int:
@@ -110,6 +113,7 @@ class StoreCore:
         self.partition_cache: dict[str, list[tuple[int, int, str]]] = {}
         """Open partitions ``(hash_lo, hash_hi, partition_id)`` by stream id; changed by
         :mod:`.stream_log`."""
+        self._versions: dict[Hashable, int] = {}
         self._closed = False
         row = self._writer.execute("SELECT v FROM meta WHERE k='head_seq'").fetchone()
         max_seq = self._writer.execute("SELECT COALESCE(MAX(seq), 0) FROM stream_log").fetchone()[0]
@@ -176,6 +180,8 @@ class StoreCore:
                         "INSERT OR REPLACE INTO meta(k, v) VALUES('head_seq', ?)", (str(self.head_seq),)
                     )
                 self._writer.execute("COMMIT")
+                for key in txn.changed:  # after the commit: a reader that sees the new version sees the change
+                    self._versions[key] = self._versions.get(key, 0) + 1
             except BaseException as exc:
                 self._writer.execute("ROLLBACK")
                 self.head_seq = head_before
@@ -184,6 +190,11 @@ class StoreCore:
                 raise
             finally:
                 self._txn, self._txn_owner = None, None
+
+    def version(self, key: Hashable) -> int:
+        """How many committed write transactions changed ``key`` since start-up: ``("rows", table_id)`` for a
+        table's rows, ``("stream", stream_id)`` for a stream's log (read caches compare it)."""
+        return self._versions.get(key, 0)
 
     def committed_now_us(self) -> int:
         """The current time, read while no write is in flight: every change stamped earlier is committed

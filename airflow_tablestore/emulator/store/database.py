@@ -3,6 +3,7 @@
 ``Store.db`` is the :class:`~.core.StoreCore` (one lock, one writer connection, the shared caches);
 ``Store.tables`` (:mod:`.tables`), ``Store.stream`` (:mod:`.stream_log`) and ``Store.snapshots``
 (:mod:`.snapshots`) all work through it, so a write and its stream record commit in the same transaction.
+``Store.read_cache`` (:mod:`.read_cache`) keeps tables and snapshots read again encoded in memory.
 Rows are keyed by :mod:`.keys` (memcmp order = Tablestore PK order).
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from airflow_tablestore.emulator.clock import Clock
 from airflow_tablestore.emulator.store.core import StoreCore
+from airflow_tablestore.emulator.store.read_cache import ReadCache
 from airflow_tablestore.emulator.store.snapshots import SnapshotStore
 from airflow_tablestore.emulator.store.stream_log import StreamLog
 from airflow_tablestore.emulator.store.tables import TableCatalog
@@ -22,13 +24,15 @@ class Store:
     """The emulator's database. Thread-safe; one writer at a time, concurrent readers."""
 
     def __init__(self, path: str | os.PathLike[str], clock: Clock | None = None, *,
-                 stream_partitions: int = 4, default_retention_hours: int = 168) -> None:
+                 stream_partitions: int = 4, default_retention_hours: int = 168,
+                 read_cache_bytes: int = 512 * 1024 * 1024) -> None:
         self.db = StoreCore(path, clock)
         self.clock = self.db.clock
-        self.stream = StreamLog(self.db, partitions=stream_partitions,
+        self.read_cache = ReadCache(self.db, read_cache_bytes)
+        self.stream = StreamLog(self.db, self.read_cache, partitions=stream_partitions,
                                 default_retention_hours=default_retention_hours)
         self.tables = TableCatalog(self.db, self.stream)
-        self.snapshots = SnapshotStore(self.db)
+        self.snapshots = SnapshotStore(self.db, self.read_cache)
 
     def state(self) -> dict[str, Any]:
         """A JSON-able summary (control API ``state``)."""

@@ -3,7 +3,7 @@
 Rows' cells are stored compactly as a ``marshal``-ed ``{column: [(ts_ms, value), ...newest first]}`` (all
 versions; visibility is decided at read time from the table options, :func:`visible_columns`). Next to them
 each row keeps its PlainBuffer encoding (:func:`encode_stored`), which a read copies instead of encoding the
-row again whenever that encoding is exactly what it would produce (:func:`encoding_usable`). The store's
+row again whenever that encoding is exactly what it would produce (:data:`USABLE_SQL`). The store's
 components (:mod:`.core`, :mod:`.tables`, :mod:`.stream_log`, :mod:`.snapshots`) and its callers share
 these types.
 """
@@ -146,20 +146,22 @@ class StoredEncoding(NamedTuple):
 
 def encode_stored(pk: list[tuple[str, Any]], cols: Columns) -> StoredEncoding:
     """The encoding a read of every visible version returns while no version is hidden (see
-    :func:`encoding_usable`); the same cells, in the same order, as the reads build."""
+    :data:`USABLE_SQL`); the same cells, in the same order, as the reads build."""
     cells = [(n, v, None, ts) for n in sorted(cols) for ts, v in cols[n]]
     versions = max((len(vs) for vs in cols.values()), default=0)
     oldest = min((ts for vs in cols.values() for ts, _ in vs), default=None)
     return StoredEncoding(encode_row_body(pk, cells), versions, oldest)
 
 
-def encoding_usable(versions: int | None, oldest_ms: int | None, ttl: int, max_versions: int,
-                    now_ms: int) -> bool:
-    """Whether the stored encoding of a row equals its cells after :func:`visible_columns` with these
-    options, trimmed to ``max_versions``: no column has more versions and no version has expired."""
-    if versions is None or versions > max_versions:
-        return False
-    return ttl <= 0 or oldest_ms is None or oldest_ms >= (now_ms // 1000 - ttl) * 1000
+USABLE_SQL = "(rec IS NOT NULL AND nv <= ? AND (? <= 0 OR oldest IS NULL OR oldest >= ?))"
+"""Whether a row's stored encoding (columns ``rec``, ``nv``, ``oldest``) equals its cells after
+:func:`visible_columns` trimmed to ``max_versions``: no column has more versions and no version has expired.
+An SQL condition, so rows that pass cost the reads no Python call; its parameters are :func:`usable_params`."""
+
+
+def usable_params(ttl: int, max_versions: int, now_ms: int) -> tuple[int, int, int]:
+    """The parameters of :data:`USABLE_SQL` for these options at ``now_ms``."""
+    return max_versions, ttl, (now_ms // 1000 - ttl) * 1000
 
 
 def partition_hash(first_pk_value: Any) -> int:

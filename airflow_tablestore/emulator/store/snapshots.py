@@ -11,17 +11,18 @@ import json
 import logging
 from typing import Any
 
-from airflow_tablestore.emulator.codec.encode import encode_row
-from airflow_tablestore.emulator.codec.format import HEADER
+from airflow_tablestore.emulator.codec.encode import encode_row_body
 from airflow_tablestore.emulator.store.core import StoreCore
 from airflow_tablestore.emulator.store.keys import decode_key
 from airflow_tablestore.emulator.store.model import (
+    USABLE_SQL,
     SnapshotInfo,
     TableInfo,
-    encoding_usable,
     load_columns,
+    usable_params,
     visible_columns,
 )
+from airflow_tablestore.emulator.store.read_cache import EncodedRun, Frame, ReadCache
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +30,9 @@ log = logging.getLogger(__name__)
 class SnapshotStore:
     """Create, size, read and drop table snapshots, over the store's shared :class:`StoreCore`."""
 
-    def __init__(self, core: StoreCore) -> None:
+    def __init__(self, core: StoreCore, cache: ReadCache) -> None:
         self.core = core
+        self.cache = cache
         self._schemas: dict[int, TableInfo] = {}  # a snapshot's schema never changes; a dropped one is not read
 
     def _schema(self, snapshot_id: int) -> TableInfo:
@@ -100,32 +102,45 @@ class SnapshotStore:
         return SnapshotInfo(*rows[0]) if rows else None
 
     def read(self, snapshot_id: int, start_key: bytes | None, end_key: bytes | None,
-                      after_key: bytes | None, limit: int) -> list[tuple[bytes, bytes]]:
-        """Up to ``limit`` ``(key, record)`` in key order, in range and after ``after_key``.
+             after_key: bytes | None, limit: int) -> tuple[list[bytes], list[bytes]]:
+        """The keys and row bodies of up to ``limit`` rows in key order, in range and after ``after_key``.
 
-        ``record`` is a PUT_ROW PlainBuffer (no extension) with every visible version of every column: the
-        row's stored encoding when nothing is hidden from it (the common case), else encoded here.
+        A body is a PUT_ROW PlainBuffer row without the message header (no extension) with every visible
+        version of every column: the row's stored encoding when nothing is hidden from it (the common case,
+        decided in SQL so such rows cost no Python call), else encoded here.
         """
         info = self._schema(snapshot_id)
         sql, params = self._snap_where(snapshot_id, start_key, end_key, after_key)
-        rows = self.core.query(
-            f"SELECT key, data, rec, nv, oldest FROM snap_rows WHERE {sql} ORDER BY key LIMIT ?", [*params, limit])
         now_ms = self.core.clock.now_ms()
-        names, types = info.pk_names, info.pk_types
         ttl, max_versions = info.time_to_live, info.max_versions
-        out = []
-        for key, data, rec, nv, oldest in rows:
-            if rec is not None and encoding_usable(nv, oldest, ttl, max_versions, now_ms):
-                out.append((key, HEADER + rec))
-                continue
-            cols = visible_columns(load_columns(data), ttl, max_versions, now_ms)
-            pk = list(zip(names, decode_key(key, types), strict=True))
-            cells = [(n, v, None, ts) for n in sorted(cols) for ts, v in cols[n]]
-            out.append((key, encode_row(pk, cells)))
-        return out
+        usable = usable_params(ttl, max_versions, now_ms)
+        rows = self.core.query(
+            f"SELECT key, CASE WHEN {USABLE_SQL} THEN rec END, CASE WHEN {USABLE_SQL} THEN NULL ELSE data END "
+            f"FROM snap_rows WHERE {sql} ORDER BY key LIMIT ?", [*usable, *usable, *params, limit])
+        if not rows:
+            return [], []
+        keys, bodies, datas = map(list, zip(*rows, strict=True))
+        if None in bodies:
+            names, types = info.pk_names, info.pk_types
+            for i, body in enumerate(bodies):
+                if body is None:
+                    cols = visible_columns(load_columns(datas[i]), ttl, max_versions, now_ms)
+                    pk = list(zip(names, decode_key(keys[i], types), strict=True))
+                    bodies[i] = encode_row_body(pk, [(n, v, None, ts) for n in sorted(cols) for ts, v in cols[n]])
+        return keys, bodies
+
+    def run(self, snapshot_id: int, frame: Frame) -> EncodedRun | None:
+        """The snapshot's rows from memory (:mod:`.read_cache`), when every row's stored encoding is what a
+        read returns now; else None (read them with :meth:`read`)."""
+        info = self._schema(snapshot_id)
+        run = self.cache.snapshot(snapshot_id, frame)
+        if run is None or not run.usable(info.time_to_live, info.max_versions, self.core.clock.now_ms()):
+            return None
+        return run
 
     def drop(self, snapshot_id: int) -> None:
         self._schemas.pop(snapshot_id, None)
         with self.core.write() as txn:
             txn.execute("DELETE FROM snap_rows WHERE sid=?", (snapshot_id,))
             txn.execute("DELETE FROM snapshots WHERE sid=?", (snapshot_id,))
+        self.cache.forget_snapshot(snapshot_id)

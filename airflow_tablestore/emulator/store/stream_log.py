@@ -14,6 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from airflow_tablestore.emulator.codec.encode import encode_row
@@ -26,15 +27,21 @@ from airflow_tablestore.emulator.store.model import (
     TableInfo,
     partition_hash,
 )
+from airflow_tablestore.emulator.store.read_cache import EncodedRun, Frame, ReadCache
 
 log = logging.getLogger(__name__)
+
+
+_as_entry = partial(tuple.__new__, StreamEntry)  # a row as a StreamEntry, without a Python call per row
 
 
 class StreamLog:
     """Stream partitions, the stream log and its retention, over the store's shared :class:`StoreCore`."""
 
-    def __init__(self, core: StoreCore, *, partitions: int = 4, default_retention_hours: int = 168) -> None:
+    def __init__(self, core: StoreCore, cache: ReadCache, *, partitions: int = 4,
+                 default_retention_hours: int = 168) -> None:
         self.core = core
+        self.cache = cache
         self.partitions_per_stream = partitions
         self.default_retention_hours = default_retention_hours
         """Retention of a new stream without an expiration, and the longest one CreateTable accepts."""
@@ -57,6 +64,7 @@ class StreamLog:
         record = encode_row(
             list(pk), list(cells), delete_marker=action == ACTION_DELETE, seq=(0, ts_us, 0)
         )
+        txn.changed.add(("stream", info.stream_id))
         txn.conn.execute(
             "INSERT INTO stream_log(seq, stream_id, partition_id, ts_us, row_index, action, record) "
             "VALUES(?,?,?,?,?,?,?)",
@@ -92,6 +100,7 @@ class StreamLog:
         txn.meta_changed = True
         if not sid:
             return
+        txn.changed.add(("stream", sid))
         txn.execute("DELETE FROM stream_log WHERE stream_id=?", (sid,))
         txn.execute("DELETE FROM stream_partitions WHERE stream_id=?", (sid,))
         self.core.partition_cache.pop(sid, None)
@@ -201,6 +210,7 @@ class StreamLog:
             cur = txn.conn.execute("DELETE FROM stream_log WHERE stream_id=? AND ts_us<?",
                                    (info.stream_id, horizon))
             if cur.rowcount:
+                txn.changed.add(("stream", info.stream_id))
                 log.info("trimmed %d expired stream records of table %s", cur.rowcount, table)
             return cur.rowcount
 
@@ -232,7 +242,16 @@ class StreamLog:
             "ORDER BY seq LIMIT ?",
             (partition_id, after_seq, limit),
         )
-        return list(map(StreamEntry._make, rows))  # the columns in field order
+        return list(map(_as_entry, rows))  # the columns in field order
+
+    def run(self, table: str, partition_id: str, frame: Frame) -> EncodedRun | None:
+        """The partition's retained records from memory (:mod:`.read_cache`), or None: read them with
+        :meth:`read`."""
+        self.trim(table)
+        info = self.core.table_cache.get(table)
+        if info is None or not info.stream_id:
+            return None
+        return self.cache.stream(info.stream_id, partition_id, frame)
 
     def oldest_retained_us(self, table: str, partition_id: str) -> int | None:
         """Timestamp (µs) of the oldest retained record of the partition, None when it holds none."""

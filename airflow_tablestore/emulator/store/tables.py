@@ -70,6 +70,7 @@ class TableCatalog:
         with self.core.write() as txn:
             txn.meta_changed = True
             info = self.core.table_cache[table]
+            txn.changed.add(("rows", info.table_id))
             txn.execute("DELETE FROM rows WHERE tid=?", (info.table_id,))
             txn.execute("DELETE FROM tables WHERE name=?", (table,))
             txn.execute("DELETE FROM autoinc WHERE tid=?", (info.table_id,))

@@ -27,10 +27,11 @@ from airflow_tablestore.emulator.errors import EmulatorError, parameter_invalid
 from airflow_tablestore.emulator.store.database import Store
 from airflow_tablestore.emulator.store.keys import decode_key, encode_key
 from airflow_tablestore.emulator.store.model import (
+    USABLE_SQL,
     Columns,
     TableInfo,
-    encoding_usable,
     load_columns,
+    usable_params,
     visible_columns,
 )
 from airflow_tablestore.emulator.table.checks import ReadSpec, check_pk, decode_one, read_spec
@@ -174,37 +175,63 @@ class RowReads:
             raise parameter_invalid("Begin key must more than end key in BACKWARD")
         budget = self.config.range_page_rows
         limit = req.limit if req.HasField("limit") else budget
-        cols = "key, data, rec, nv, oldest"
-        if forward:
-            sql = f"SELECT {cols} FROM rows WHERE tid=? AND key>=? AND key<? ORDER BY key LIMIT ?"
-        else:
-            sql = f"SELECT {cols} FROM rows WHERE tid=? AND key<=? AND key>? ORDER BY key DESC LIMIT ?"
         now_ms = self.clock.now_ms()
         names, types = info.pk_names, info.pk_types
         ttl = info.time_to_live
         # Every visible version up to this many, no other shaping: a row's stored encoding is the answer
-        # whenever nothing is hidden from it (encoding_usable).
+        # whenever nothing is hidden from it (USABLE_SQL decides, so such rows cost no Python call).
         plain_versions = -1  # no row has fewer versions: never
         if _plain(spec) and spec.max_versions is not None:
             plain_versions = min(spec.max_versions, info.max_versions)
+        resp = pb.GetRangeResponse()
+        if forward and plain_versions >= 0:
+            run = self.store.read_cache.table(info.table_id)
+            if run is not None and run.usable(ttl, plain_versions, now_ms):
+                i, stop = run.bounds(skey, ekey)
+                n = run.taken(i, stop, min(limit, budget), MAX_RANGE_BYTES - len(HEADER))
+                if n is not None:  # the page from memory: what the SQLite loop below gives, sliced
+                    page = run.slice(i, i + n)
+                    resp.rows = HEADER + page if n else b""
+                    if i + n < stop:
+                        resp.next_start_primary_key = encode_primary_key(
+                            list(zip(names, decode_key(run.keys[i + n], types), strict=True)))
+                    set_consumed(resp.consumed, cu(len(HEADER) + len(page)), 0)
+                    return resp
+        usable = usable_params(ttl, plain_versions, now_ms)
+        cols = f"key, CASE WHEN {USABLE_SQL} THEN rec END, CASE WHEN {USABLE_SQL} THEN NULL ELSE data END"
+        if forward:
+            sql = f"SELECT {cols} FROM rows WHERE tid=? AND key>=? AND key<? ORDER BY key LIMIT ?"
+        else:
+            sql = f"SELECT {cols} FROM rows WHERE tid=? AND key<=? AND key>? ORDER BY key DESC LIMIT ?"
         out = bytearray(HEADER)
         returned = scanned = 0
         next_key: bytes | None = None
         chunk = min(budget, limit) + 1  # first chunk covers the common case incl. the look-ahead row
         with self.store.db.reader() as conn:
-            cur = conn.execute(sql, (info.table_id, skey, ekey, budget + 1))
+            cur = conn.execute(sql, (*usable, *usable, info.table_id, skey, ekey, budget + 1))
             try:
                 while next_key is None:
                     rows = cur.fetchmany(chunk)
                     if not rows:
                         break
                     chunk = 1000
-                    for key, data, rec, nv, oldest in rows:
+                    # The leading rows the page takes whole, joined at once when all have a usable encoding.
+                    first = 0
+                    take = min(len(rows), budget - scanned, limit - returned)
+                    recs = [row[1] for row in rows[:take]]
+                    if None not in recs:
+                        size = sum(map(len, recs))
+                        if len(out) + size < MAX_RANGE_BYTES:
+                            out += b"".join(recs)
+                            scanned += take
+                            returned += take
+                            first = take
+                    for key, rec, data in rows[first:] if first else rows:
                         if scanned >= budget or returned >= limit or len(out) >= MAX_RANGE_BYTES:
                             next_key = key
                             break
                         scanned += 1
-                        if rec is not None and encoding_usable(nv, oldest, ttl, plain_versions, now_ms):
+                        if rec is not None:
                             out += rec
                             returned += 1
                             continue
@@ -215,7 +242,6 @@ class RowReads:
                             returned += 1
             finally:
                 cur.close()
-        resp = pb.GetRangeResponse()
         resp.rows = bytes(out) if returned else b""
         if next_key is not None:
             resp.next_start_primary_key = encode_primary_key(

@@ -132,7 +132,7 @@ class TunnelApi:
         token, seq = self.service.checkpoints.get_checkpoint(req.tunnel_id, req.client_id, req.channel_id)
         return tunnel_pb2.GetCheckpointResponse(checkpoint=token, sequence_number=seq)
 
-    def read_records(self, body: bytes) -> Message:
+    def read_records(self, body: bytes) -> bytes:
         req = parse(tunnel_pb2.ReadRecordsRequest, body)
         return self.reader.read(req.tunnel_id, req.client_id, req.channel_id, req.token)
 

@@ -86,7 +86,7 @@ def in_process_call(handlers: dict[str, Callable[[bytes], Any]]) -> Call:
         except EmulatorError as exc:
             raise CallError(exc.code, exc.status, exc.message) from None
         out = response_cls()
-        out.ParseFromString(resp.SerializeToString())
+        out.ParseFromString(resp if isinstance(resp, bytes) else resp.SerializeToString())
         return out
 
     return call
