@@ -17,6 +17,11 @@ of the process, ``time.process_time``, so that other load on a shared machine do
 
 Results are checked for equality across both sides (a digest of the decoded values, a digest of the
 encoded bytes) before any number is printed; the SDK's C parser must decode to the same values too.
+
+``--arrow`` times, instead, PlainBuffer bytes -> Arrow in this process (no SDK): ``rows`` tunnel records to the
+change log and a GetRange page of ``rows`` rows to a flat batch, straight from the bytes in C
+(``encoded_records_to_arrow`` / ``RowsToArrow.batch_encoded``) against decoding to objects and building from
+them (the compiled decoder and builders, the path before), plus the pure-Python path; the tables must be equal.
 """
 
 from __future__ import annotations
@@ -201,11 +206,85 @@ def _spec(rows: Sequence[Row]) -> list[Any]:
     ]
 
 
+def arrow_straight(count: int, repeat: int) -> int:
+    """Bytes -> Arrow: straight from the bytes vs decode-then-build, same run; prints the times and ratios."""
+    import pyarrow as pa
+
+    from airflow_tablestore.client.model import ColumnType
+    from airflow_tablestore.client.records import EncodedRecords
+    from airflow_tablestore.spark.arrow import CELL, KEY, OutputField, RowsToArrow
+    from airflow_tablestore.spark.changes import (
+        encoded_records_to_arrow_compiled,
+        records_to_arrow_compiled,
+        records_to_arrow_python,
+    )
+
+    if IMPLEMENTATION != "c":
+        print("the compiled modules are not in use: nothing to compare", file=sys.stderr)
+        return 2
+    rows = make_rows(count)
+    with_seq = [Row(r.primary_key, r.columns, False, SequenceInfo(0, (BASE_TS + i) * 1000, i))
+                for i, r in enumerate(rows)]
+    records = EncodedRecords([encode_row(r) for r in with_seq], bytes([1]) * count)
+    getrange = encode_rows(rows)
+    kinds = {"amount": ColumnType.INTEGER, "city": ColumnType.STRING, "comment": ColumnType.STRING,
+             "count": ColumnType.INTEGER, "deleted": ColumnType.BOOLEAN, "digest": ColumnType.BINARY,
+             "price": ColumnType.DOUBLE, "ratio": ColumnType.DOUBLE, "status": ColumnType.STRING,
+             "updated_ms": ColumnType.INTEGER}
+    arrow_of = {ColumnType.INTEGER: pa.int64(), ColumnType.DOUBLE: pa.float64(), ColumnType.BOOLEAN: pa.bool_(),
+                ColumnType.STRING: pa.string(), ColumnType.BINARY: pa.binary()}
+    fields = [OutputField("id", KEY, ColumnType.INTEGER, 0), OutputField("tenant", KEY, ColumnType.STRING, 1)]
+    fields += [OutputField(name, CELL, kind) for name, kind in kinds.items()]
+    converter = RowsToArrow(fields, pa.schema([pa.field(f.name, arrow_of[f.type]) for f in fields if f.type]),
+                            failfast=True)
+
+    def fresh() -> EncodedRecords:  # nothing decoded yet
+        return EncodedRecords(records.bodies, records.actions)
+
+    def log_objects() -> pa.Table:
+        return records_to_arrow_compiled(fresh().decode(), "ch", "chunk")
+
+    def log_python() -> pa.Table:
+        return records_to_arrow_python(_python_records(records), "ch", "chunk")
+
+    timings = {
+        "log straight": _best(lambda: encoded_records_to_arrow_compiled(fresh(), "ch", "chunk"), repeat),
+        "log objects": _best(log_objects, repeat),
+        "log python": _best(log_python, max(1, repeat // 2)),
+        "scan": _best(lambda: fresh().scan(BASE_TS * 1000 * 2), repeat),
+        "flat straight": _best(lambda: converter.batch_encoded(getrange), repeat),
+        "flat objects": _best(lambda: converter.batch(decode_rows(getrange)), repeat),
+        "flat python": _best(lambda: converter.batch_python(decode_rows_python(getrange)), max(1, repeat // 2)),
+    }
+    assert timings["log straight"][1].equals(timings["log objects"][1]), "change logs differ"
+    assert timings["log straight"][1].equals(timings["log python"][1]), "change logs differ (Python)"
+    assert timings["flat straight"][1].equals(timings["flat objects"][1]), "flat batches differ"
+    assert timings["flat straight"][1].equals(timings["flat python"][1]), "flat batches differ (Python)"
+    print(f"{count:,} records / rows (2 key + 10 attribute columns), best of {repeat}, CPU seconds:")
+    for what in ("log", "flat"):
+        straight, objects, python = (timings[f"{what} {k}"][0] for k in ("straight", "objects", "python"))
+        print(f"  {'change log' if what == 'log' else 'flat batch'}: straight {straight:.4f} s, decode-then-build "
+              f"{objects:.4f} s ({objects / straight:.2f}x), pure Python {python:.4f} s ({python / straight:.2f}x)")
+    print(f"  scan of the sequence timestamps (SpanRead's cut, every record checked): {timings['scan'][0]:.4f} s")
+    return 0
+
+
+def _python_records(records: Any) -> list[Any]:
+    """The records decoded by the pure-Python decoder (the path without compiled modules)."""
+    from airflow_tablestore.client.model import ActionType, Record
+
+    return [Record(ActionType(action), row.primary_key, row.columns, row.sequence)
+            for action, row in zip(records.action_types(), map(decode_record_python, records.bodies), strict=True)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--arrow", action="store_true", help="bytes -> Arrow straight vs decode-then-build only")
     args = parser.parse_args(argv)
+    if args.arrow:
+        return arrow_straight(args.rows, args.repeat)
 
     print(f"building {args.rows} rows ...", flush=True)
     rows = make_rows(args.rows)

@@ -46,7 +46,7 @@ def tree_entries() -> set[str]:
             continue
         if path.is_dir() and (path / "__init__.py").exists():
             entries.add(rel + "/")
-        elif path.suffix in (".py", ".proto", ".c") and path.name != "__init__.py" and not path.name.endswith(
+        elif path.suffix in (".py", ".proto", ".c", ".h") and path.name != "__init__.py" and not path.name.endswith(
             "_pb2.py"
         ):
             entries.add(rel)

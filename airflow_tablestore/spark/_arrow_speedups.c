@@ -1,6 +1,7 @@
 /*
- * Arrow column buffers filled in C from decoded records: the leaf buffers of the change log (changes.py's
- * records_to_arrow) and of a flat table (arrow.py's RowsToArrow), without a Python object per row or cell.
+ * Arrow column buffers filled in C: the leaf buffers of the change log (changes.py's records_to_arrow) and of a
+ * flat table (arrow.py's RowsToArrow), without a Python object per row or cell, from decoded records or straight
+ * from the PlainBuffer bytes (through the shared parser, client/plainbuffer/_parse.h: no record decoded at all).
  *
  * Optional, like the PlainBuffer decoder it follows (client/plainbuffer/_speedups.c): built when a C compiler is
  * there, used when that decoder is (arrow.py's compiled_arrow()). Each function returns None for any input the
@@ -11,6 +12,8 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "../client/plainbuffer/_parse.h"
 
 /* ---- records -> Arrow change-log columns ----------------------------------------------------------------- */
 /* change_log_arrays(records, action_names, op_names): the leaf buffers of spark/changes.py's change-log table,
@@ -602,6 +605,603 @@ done:
     return st == A_ERROR ? NULL : out;
 }
 
+/* ---- PlainBuffer bytes -> Arrow, straight ------------------------------------------------------------------- */
+/* The same columns as change_log_arrays and flat_arrays, but parsed from the PlainBuffer bytes by the shared
+   parser (client/plainbuffer/_parse.h) with visitors that append to the column builders: no Row, Column or value
+   object at all. Any parse failure, invalid UTF-8, or value the fast path does not take returns None: the caller
+   then decodes to objects, which raises decode.py's exact error or builds the table the Python way. */
+
+enum { V_FALLBACK = 1, V_ERROR = 2 }; /* visitor stops: fall back to the object path / a Python error is set */
+
+static int visit_status(int st) { return st == A_OK ? 0 : (st == A_FALLBACK ? V_FALLBACK : V_ERROR); }
+
+typedef struct {
+    int vt;
+    const unsigned char *p;
+    Py_ssize_t len;
+} pb_value;
+
+/* A value's payload as a checked value: strings must be UTF-8 (the object path would raise otherwise). */
+static int take_value(pb_value *slot, int vt, const unsigned char *p, Py_ssize_t len) {
+    if (vt == VT_STRING && !pb_utf8_valid(p, len)) {
+        return V_FALLBACK;
+    }
+    slot->vt = vt;
+    slot->p = p;
+    slot->len = len;
+    return 0;
+}
+
+static int take_name(const unsigned char *p, Py_ssize_t len, unsigned int *crc) {
+    if (!pb_utf8_valid(p, len)) {
+        return V_FALLBACK;
+    }
+    *crc = crc_fold(0, p, len);
+    return 0;
+}
+
+static inline double value_double(const pb_value *v) { return PyFloat_Unpack8((const char *)v->p, 1); }
+
+/* A parsed value into the typed-value leaves (typed_value's rules; the sentinels are the Python path's). */
+static int typed_parsed(acol *tv, const pb_value *v) {
+    int st;
+    switch (v->vt) {
+    case VT_NULL:
+    case VT_ABSENT:
+        if (acol_null(&tv[TV_TYPE]) != A_OK) {
+            return A_ERROR;
+        }
+        return typed_nulls_except(tv, -1);
+    case VT_BOOLEAN:
+        if (acol_str(&tv[TV_TYPE], "BOOLEAN", 7) != A_OK || acol_bool(&tv[TV_BOOL], v->p[0] != 0) != A_OK) {
+            return A_ERROR;
+        }
+        return typed_nulls_except(tv, TV_BOOL);
+    case VT_INTEGER:
+        if (acol_str(&tv[TV_TYPE], "INTEGER", 7) != A_OK || acol_i64(&tv[TV_INT], read_i64(v->p)) != A_OK) {
+            return A_ERROR;
+        }
+        return typed_nulls_except(tv, TV_INT);
+    case VT_DOUBLE:
+        if (acol_str(&tv[TV_TYPE], "DOUBLE", 6) != A_OK || acol_f64(&tv[TV_DOUBLE], value_double(v)) != A_OK) {
+            return A_ERROR;
+        }
+        return typed_nulls_except(tv, TV_DOUBLE);
+    case VT_STRING:
+        if (acol_str(&tv[TV_TYPE], "STRING", 6) != A_OK) {
+            return A_ERROR;
+        }
+        st = acol_str(&tv[TV_STRING], (const char *)v->p, v->len);
+        return st != A_OK ? st : typed_nulls_except(tv, TV_STRING);
+    case VT_BLOB:
+        if (acol_str(&tv[TV_TYPE], "BINARY", 6) != A_OK) {
+            return A_ERROR;
+        }
+        st = acol_str(&tv[TV_BINARY], (const char *)v->p, v->len);
+        return st != A_OK ? st : typed_nulls_except(tv, TV_BINARY);
+    }
+    return A_FALLBACK; /* INF_MIN, INF_MAX, AUTO_INCREMENT: records_to_arrow raises for them */
+}
+
+/* -- the change log from tunnel record bodies */
+
+typedef struct {
+    acol *cols;
+    const unsigned char *name;
+    Py_ssize_t name_len;
+    pb_value value;
+    Py_ssize_t rows; /* rows seen in the current body */
+    int has_seq;
+    int64_t seq[3];
+} log_visitor;
+
+static int log_name(void *ctx, const unsigned char *p, Py_ssize_t len, Py_ssize_t at, unsigned int *crc) {
+    log_visitor *lv = ctx;
+    (void)at;
+    lv->name = p;
+    lv->name_len = len;
+    return take_name(p, len, crc);
+}
+
+static int log_value(void *ctx, int vt, const unsigned char *p, Py_ssize_t len, Py_ssize_t row_start) {
+    (void)row_start;
+    return take_value(&((log_visitor *)ctx)->value, vt, p, len);
+}
+
+static const char *const OP_NAMES[5] = {"PUT", "DELETE_ALL_VERSIONS", NULL, "DELETE_ONE_VERSION", "INCREMENT"};
+
+static int log_cell(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
+    log_visitor *lv = ctx;
+    acol *cols = lv->cols;
+    int st;
+    if (in_pk) {
+        st = acol_str(&cols[CL_PK], (const char *)lv->name, lv->name_len);
+        if (st == A_OK) {
+            st = typed_parsed(&cols[CL_PK + 1], &lv->value);
+        }
+        return visit_status(st);
+    }
+    const char *op_name = OP_NAMES[op == OP_PUT ? 0 : op];
+    st = acol_str(&cols[CL_COL], (const char *)lv->name, lv->name_len);
+    if (st == A_OK) {
+        st = acol_str(&cols[CL_COL + 1], op_name, (Py_ssize_t)strlen(op_name));
+    }
+    if (st == A_OK) {
+        st = has_ts ? acol_i64(&cols[CL_COL + 2], ts) : acol_null(&cols[CL_COL + 2]);
+    }
+    if (st == A_OK) {
+        st = typed_parsed(&cols[CL_COL + 3], &lv->value);
+    }
+    return visit_status(st);
+}
+
+static int log_row(void *ctx, int deleted, const pb_sequence *seq) {
+    log_visitor *lv = ctx;
+    (void)deleted; /* a record's action says what it does */
+    lv->rows += 1;
+    lv->has_seq = seq != NULL;
+    if (seq != NULL) {
+        lv->seq[0] = seq->epoch;
+        lv->seq[1] = seq->timestamp;
+        lv->seq[2] = seq->row_index;
+    }
+    return lv->rows > 1 ? V_FALLBACK : 0; /* a record holds one row: decode_record raises otherwise */
+}
+
+static const pb_visitor LOG_VISITOR = {log_name, log_value, log_cell, log_row};
+
+static const char *const ACTION_NAMES[4] = {NULL, "PUT_ROW", "UPDATE_ROW", "DELETE_ROW"};
+
+/* change_log_from_bodies(bodies, actions): change_log_arrays' answer, from the tunnel records' PlainBuffer
+   bodies and action types, or None (see above). */
+static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *bodies, *actions;
+    if (!PyArg_ParseTuple(args, "OO:change_log_from_bodies", &bodies, &actions)) {
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(bodies, "bodies must be a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    Py_buffer act;
+    if (PyObject_GetBuffer(actions, &act, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    acol cols[CL_COUNT];
+    abuf pk_offsets = {0}, col_offsets = {0};
+    int st = A_OK;
+    int inited = 0;
+    int32_t zero = 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    const unsigned char *action_bytes = act.buf;
+    if (act.len != n) {
+        PyErr_Format(PyExc_ValueError, "change_log_from_bodies: %zd bodies but %zd action types", n, act.len);
+        st = A_ERROR;
+        goto done;
+    }
+    for (; inited < CL_COUNT; inited++) {
+        int kind = AK_STR;
+        if (inited >= CL_PK + 1 && inited < CL_COL) {
+            kind = TV_KINDS[inited - CL_PK - 1];
+        } else if (inited == CL_COL + 2 || inited >= CL_SEQ) {
+            kind = AK_I64;
+        } else if (inited >= CL_COL + 3 && inited < CL_SEQ) {
+            kind = TV_KINDS[inited - CL_COL - 3];
+        }
+        if (acol_init(&cols[inited], kind) < 0) {
+            st = A_ERROR;
+            goto done;
+        }
+    }
+    if (abuf_put(&pk_offsets, &zero, 4) < 0 || abuf_put(&col_offsets, &zero, 4) < 0) {
+        st = A_ERROR;
+        goto done;
+    }
+    log_visitor lv;
+    memset(&lv, 0, sizeof(lv));
+    lv.cols = cols;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        PyObject *body = items[r];
+        unsigned char action = action_bytes[r];
+        if (!PyBytes_CheckExact(body) || action < 1 || action > 3) {
+            st = A_FALLBACK;
+            goto done;
+        }
+        const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(body);
+        Py_ssize_t len = PyBytes_GET_SIZE(body);
+        if (len < 4 || memcmp(d, PB_HEADER, 4) != 0) {
+            st = A_FALLBACK;
+            goto done;
+        }
+        st = acol_str(&cols[CL_ACTION], ACTION_NAMES[action], (Py_ssize_t)strlen(ACTION_NAMES[action]));
+        if (st != A_OK) {
+            goto done;
+        }
+        lv.rows = 0;
+        pb_error err;
+        int rc = pb_parse(d, len, 4, &LOG_VISITOR, &lv, &err);
+        if (rc != PB_OK || lv.rows != 1) {
+            st = rc == V_ERROR ? A_ERROR : A_FALLBACK;
+            goto done;
+        }
+        if (cols[CL_PK].n > INT32_MAX || cols[CL_COL].n > INT32_MAX) {
+            st = A_FALLBACK;
+            goto done;
+        }
+        int32_t pk_end = (int32_t)cols[CL_PK].n, col_end = (int32_t)cols[CL_COL].n;
+        if (abuf_put(&pk_offsets, &pk_end, 4) < 0 || abuf_put(&col_offsets, &col_end, 4) < 0) {
+            st = A_ERROR;
+            goto done;
+        }
+        for (int k = 0; k < 3; k++) {
+            st = lv.has_seq ? acol_i64(&cols[CL_SEQ + k], lv.seq[k]) : acol_null(&cols[CL_SEQ + k]);
+            if (st != A_OK) {
+                goto done;
+            }
+        }
+    }
+done:;
+    PyObject *out = NULL;
+    if (st == A_OK) {
+        out = PyTuple_New(CL_COUNT + 3);
+        if (out != NULL) {
+            PyTuple_SET_ITEM(out, 0, PyLong_FromSsize_t(n));
+            PyTuple_SET_ITEM(out, 1, PyBytes_FromStringAndSize(pk_offsets.p, pk_offsets.len));
+            PyTuple_SET_ITEM(out, 2, PyBytes_FromStringAndSize(col_offsets.p, col_offsets.len));
+            for (int k = 0; k < CL_COUNT; k++) {
+                PyTuple_SET_ITEM(out, 3 + k, acol_finish(&cols[k]));
+            }
+            for (int k = 0; k < CL_COUNT + 3; k++) {
+                if (PyTuple_GET_ITEM(out, k) == NULL) {
+                    Py_CLEAR(out);
+                    break;
+                }
+            }
+        }
+    } else if (st == A_FALLBACK) {
+        out = Py_NewRef(Py_None);
+    }
+    for (int k = 0; k < inited; k++) {
+        acol_free(&cols[k]);
+    }
+    PyMem_Free(pk_offsets.p);
+    PyMem_Free(col_offsets.p);
+    PyBuffer_Release(&act);
+    Py_DECREF(seq);
+    return out;
+}
+
+/* -- flat columns from a GetRange rows blob */
+
+typedef struct {
+    const char *p;
+    Py_ssize_t len;
+    Py_ssize_t position;
+} flat_name;
+
+typedef struct {
+    Py_ssize_t width;
+    const int *source, *kind;
+    const Py_ssize_t *key_index;
+    acol *cols;
+    flat_name *names; /* the cell columns' names, open addressing by name_hash */
+    Py_ssize_t slots;
+    pb_value *held;   /* per output column: this row's first non-null version (vt -1: none yet) */
+    pb_value *pk;     /* this row's key values */
+    Py_ssize_t pk_len, pk_cap;
+    const unsigned char *name;
+    Py_ssize_t name_len;
+    pb_value value;
+    /* which rows to leave out (TablestoreReader.without_tombstones / without_empty) */
+    const char *fence;
+    Py_ssize_t fence_len;
+    const char *suffix;
+    Py_ssize_t suffix_len;
+    int drop_empty;
+    const char *ignored;
+    Py_ssize_t ignored_len;
+    Py_ssize_t row_cells, row_fences, row_others;
+    int has_fence;
+    int64_t fence_ts;
+    pb_value fence_value;
+    Py_ssize_t kept;
+} flat_visitor;
+
+static inline uint64_t flat_hash(const unsigned char *p, Py_ssize_t len) {
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)len;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        h = (h ^ p[i]) * 1099511628211ULL;
+    }
+    return h;
+}
+
+static Py_ssize_t flat_lookup(const flat_visitor *fv, const unsigned char *p, Py_ssize_t len) {
+    if (fv->slots == 0) {
+        return -1;
+    }
+    Py_ssize_t mask = fv->slots - 1;
+    for (Py_ssize_t i = (Py_ssize_t)(flat_hash(p, len) & (uint64_t)mask);; i = (i + 1) & mask) {
+        const flat_name *slot = &fv->names[i];
+        if (slot->p == NULL) {
+            return -1;
+        }
+        if (slot->len == len && memcmp(slot->p, p, (size_t)len) == 0) {
+            return slot->position;
+        }
+    }
+}
+
+static inline int same_name(const unsigned char *p, Py_ssize_t len, const char *q, Py_ssize_t qlen) {
+    return q != NULL && len == qlen && memcmp(p, q, (size_t)len) == 0;
+}
+
+static int flat_name_cb(void *ctx, const unsigned char *p, Py_ssize_t len, Py_ssize_t at, unsigned int *crc) {
+    flat_visitor *fv = ctx;
+    (void)at;
+    fv->name = p;
+    fv->name_len = len;
+    return take_name(p, len, crc);
+}
+
+static int flat_value_cb(void *ctx, int vt, const unsigned char *p, Py_ssize_t len, Py_ssize_t row_start) {
+    (void)row_start;
+    return take_value(&((flat_visitor *)ctx)->value, vt, p, len);
+}
+
+static int flat_cell_cb(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
+    flat_visitor *fv = ctx;
+    (void)op;
+    if (in_pk) {
+        if (fv->pk_len == fv->pk_cap) {
+            Py_ssize_t cap = fv->pk_cap ? fv->pk_cap * 2 : 8;
+            pb_value *pk = PyMem_Realloc(fv->pk, (size_t)cap * sizeof(pb_value));
+            if (pk == NULL) {
+                PyErr_NoMemory();
+                return V_ERROR;
+            }
+            fv->pk = pk;
+            fv->pk_cap = cap;
+        }
+        fv->pk[fv->pk_len++] = fv->value;
+        return 0;
+    }
+    fv->row_cells += 1;
+    if (same_name(fv->name, fv->name_len, fv->fence, fv->fence_len)) {
+        /* is_tombstone: the newest fence cell (the first of equal timestamps; no timestamp counts as 0) */
+        int64_t stamp = has_ts ? ts : 0;
+        if (fv->row_fences == 0 || stamp > fv->fence_ts) {
+            fv->fence_ts = stamp;
+            fv->fence_value = fv->value;
+        }
+        fv->row_fences += 1;
+    }
+    if (!same_name(fv->name, fv->name_len, fv->ignored, fv->ignored_len)) {
+        fv->row_others += 1;
+    }
+    Py_ssize_t i = flat_lookup(fv, fv->name, fv->name_len);
+    if (i >= 0 && fv->held[i].vt == VT_ABSENT && fv->value.vt != VT_NULL && fv->value.vt != VT_ABSENT) {
+        fv->held[i] = fv->value; /* RowsToArrow: the first non-null version (newest first) */
+    }
+    return 0;
+}
+
+/* A parsed value into a flat column of `kind` (flat_value's rules: anything but the exact type falls back). */
+static int flat_parsed(acol *c, int kind, const pb_value *v) {
+    switch (v->vt) {
+    case VT_NULL:
+    case VT_ABSENT:
+        return acol_null(c);
+    case VT_INTEGER:
+        return kind == FK_INTEGER ? acol_i64(c, read_i64(v->p)) : A_FALLBACK;
+    case VT_DOUBLE:
+        return kind == FK_DOUBLE ? acol_f64(c, value_double(v)) : A_FALLBACK;
+    case VT_BOOLEAN:
+        return kind == FK_BOOLEAN ? acol_bool(c, v->p[0] != 0) : A_FALLBACK;
+    case VT_STRING:
+        return kind == FK_STRING ? acol_str(c, (const char *)v->p, v->len) : A_FALLBACK;
+    case VT_BLOB:
+        return kind == FK_BINARY ? acol_str(c, (const char *)v->p, v->len) : A_FALLBACK;
+    }
+    return A_FALLBACK;
+}
+
+static int flat_row_cb(void *ctx, int deleted, const pb_sequence *seq) {
+    flat_visitor *fv = ctx;
+    (void)deleted;
+    (void)seq;
+    int skip = 0;
+    if (fv->fence != NULL && fv->row_fences > 0 && fv->row_fences == fv->row_cells) {
+        const pb_value *v = &fv->fence_value;
+        skip = v->vt == VT_STRING && v->len >= fv->suffix_len &&
+               memcmp(v->p + v->len - fv->suffix_len, fv->suffix, (size_t)fv->suffix_len) == 0;
+    }
+    if (fv->drop_empty && fv->row_others == 0) {
+        skip = 1;
+    }
+    int st = A_OK;
+    for (Py_ssize_t i = 0; !skip && i < fv->width && st == A_OK; i++) {
+        if (fv->source[i] == 0) {
+            Py_ssize_t k = fv->key_index[i];
+            if (k < 0 || k >= fv->pk_len || fv->pk[k].vt == VT_NULL || fv->pk[k].vt == VT_ABSENT) {
+                st = A_FALLBACK;
+            } else {
+                st = flat_parsed(&fv->cols[i], fv->kind[i], &fv->pk[k]);
+            }
+        } else if (fv->source[i] == 1) {
+            st = flat_parsed(&fv->cols[i], fv->kind[i], &fv->held[i]);
+        }
+    }
+    fv->kept += !skip;
+    fv->pk_len = 0;
+    fv->row_cells = fv->row_fences = fv->row_others = 0;
+    for (Py_ssize_t i = 0; i < fv->width; i++) {
+        fv->held[i].vt = VT_ABSENT;
+    }
+    return visit_status(st);
+}
+
+static const pb_visitor FLAT_VISITOR = {flat_name_cb, flat_value_cb, flat_cell_cb, flat_row_cb};
+
+/* UTF-8 of a str argument, or NULL (None, or an error set: *failed). */
+static const char *utf8_arg(PyObject *obj, Py_ssize_t *len, int *failed) {
+    *len = 0;
+    if (obj == Py_None) {
+        return NULL;
+    }
+    const char *p = PyUnicode_Check(obj) ? PyUnicode_AsUTF8AndSize(obj, len) : NULL;
+    if (p == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "expected a str or None");
+        }
+        *failed = 1;
+    }
+    return p;
+}
+
+/* flat_from_rows(data, specs, cells, fence, suffix, drop_empty, ignored): flat_arrays' answer from a GetRange
+   rows blob, as (rows kept, leaves); rows that are tombstones (every cell the `fence` column, the newest a string
+   ending in `suffix`) and, with drop_empty, rows without a cell other than `ignored` are left out. None: the
+   object path decides. */
+static PyObject *py_flat_from_rows(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *data, *specs, *cells, *fence_obj, *suffix_obj, *ignored_obj;
+    int drop_empty;
+    if (!PyArg_ParseTuple(args, "SO!O!OOpO:flat_from_rows", &data, &PyTuple_Type, &specs, &PyDict_Type, &cells,
+                          &fence_obj, &suffix_obj, &drop_empty, &ignored_obj)) {
+        return NULL;
+    }
+    flat_visitor fv;
+    memset(&fv, 0, sizeof(fv));
+    int failed = 0;
+    fv.fence = utf8_arg(fence_obj, &fv.fence_len, &failed);
+    fv.suffix = utf8_arg(suffix_obj, &fv.suffix_len, &failed);
+    fv.ignored = utf8_arg(ignored_obj, &fv.ignored_len, &failed);
+    fv.drop_empty = drop_empty;
+    if (failed) {
+        return NULL;
+    }
+    if (fv.fence != NULL && fv.suffix == NULL) {
+        PyErr_SetString(PyExc_ValueError, "flat_from_rows: a fence needs its tombstone suffix");
+        return NULL;
+    }
+    Py_ssize_t width = PyTuple_GET_SIZE(specs);
+    int *source = PyMem_Calloc((size_t)width + 1, sizeof(int));
+    int *kind = PyMem_Calloc((size_t)width + 1, sizeof(int));
+    Py_ssize_t *key_index = PyMem_Calloc((size_t)width + 1, sizeof(Py_ssize_t));
+    acol *cols = PyMem_Calloc((size_t)width + 1, sizeof(acol));
+    pb_value *held = PyMem_Calloc((size_t)width + 1, sizeof(pb_value));
+    Py_ssize_t slots = 8;
+    while (slots < 2 * PyDict_GET_SIZE(cells) + 2) {
+        slots *= 2;
+    }
+    flat_name *names = PyMem_Calloc((size_t)slots, sizeof(flat_name));
+    PyObject *out = NULL;
+    int st = A_OK;
+    if (source == NULL || kind == NULL || key_index == NULL || cols == NULL || held == NULL || names == NULL) {
+        PyErr_NoMemory();
+        st = A_ERROR;
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < width; i++) {
+        PyObject *spec = PyTuple_GET_ITEM(specs, i);
+        if (!PyArg_ParseTuple(spec, "iin", &source[i], &kind[i], &key_index[i])) {
+            st = A_ERROR;
+            goto done;
+        }
+        if (kind[i] < FK_INTEGER || kind[i] > FK_BINARY || source[i] < 0 || source[i] > 2) {
+            PyErr_Format(PyExc_ValueError, "flat_from_rows: bad spec %R", spec);
+            st = A_ERROR;
+            goto done;
+        }
+        static const int kinds[] = {AK_I64, AK_F64, AK_BOOL, AK_STR, AK_STR};
+        if (acol_init(&cols[i], kinds[kind[i]]) < 0) {
+            st = A_ERROR;
+            goto done;
+        }
+        held[i].vt = VT_ABSENT;
+    }
+    PyObject *key, *position;
+    Py_ssize_t at = 0;
+    while (PyDict_Next(cells, &at, &key, &position)) {
+        Py_ssize_t len;
+        const char *p = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &len) : NULL;
+        Py_ssize_t i = PyLong_Check(position) ? PyLong_AsSsize_t(position) : -1;
+        if (p == NULL || i < 0 || i >= width || source[i] != 1) {
+            PyErr_Clear();
+            st = A_FALLBACK;
+            goto done;
+        }
+        Py_ssize_t mask = slots - 1;
+        Py_ssize_t s = (Py_ssize_t)(flat_hash((const unsigned char *)p, len) & (uint64_t)mask);
+        while (names[s].p != NULL) {
+            s = (s + 1) & mask;
+        }
+        names[s].p = p; /* the dict's str keys own these bytes for the whole call */
+        names[s].len = len;
+        names[s].position = i;
+    }
+    fv.width = width;
+    fv.source = source;
+    fv.kind = kind;
+    fv.key_index = key_index;
+    fv.cols = cols;
+    fv.names = names;
+    fv.slots = slots;
+    fv.held = held;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(data);
+    Py_ssize_t n = PyBytes_GET_SIZE(data);
+    if (n > 0) {
+        if (n < 4 || memcmp(d, PB_HEADER, 4) != 0) {
+            st = A_FALLBACK;
+            goto done;
+        }
+        pb_error err;
+        int rc = pb_parse(d, n, 4, &FLAT_VISITOR, &fv, &err);
+        if (rc != PB_OK) {
+            st = rc == V_ERROR ? A_ERROR : A_FALLBACK;
+            goto done;
+        }
+    }
+    PyObject *leaves = PyList_New(width);
+    if (leaves == NULL) {
+        st = A_ERROR;
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < width; i++) {
+        PyObject *item = source[i] == 2 ? Py_NewRef(Py_None) : acol_finish(&cols[i]);
+        if (item == NULL) {
+            Py_DECREF(leaves);
+            st = A_ERROR;
+            goto done;
+        }
+        PyList_SET_ITEM(leaves, i, item);
+    }
+    out = Py_BuildValue("(nN)", fv.kept, leaves);
+    if (out == NULL) {
+        st = A_ERROR;
+    }
+done:
+    if (st == A_FALLBACK) {
+        out = Py_NewRef(Py_None);
+    }
+    if (cols != NULL) {
+        for (Py_ssize_t i = 0; i < width; i++) {
+            acol_free(&cols[i]);
+        }
+    }
+    PyMem_Free(source);
+    PyMem_Free(kind);
+    PyMem_Free(key_index);
+    PyMem_Free(cols);
+    PyMem_Free(held);
+    PyMem_Free(names);
+    PyMem_Free(fv.pk);
+    return st == A_ERROR ? NULL : out;
+}
+
 static PyMethodDef methods[] = {
     {"change_log_arrays", py_change_log_arrays, METH_VARARGS,
      "change_log_arrays(records, action_names, op_names): the change log's Arrow leaf buffers (changes.py), "
@@ -609,6 +1209,12 @@ static PyMethodDef methods[] = {
     {"flat_arrays", py_flat_arrays, METH_VARARGS,
      "flat_arrays(rows, specs, cells): the key and cell columns of arrow.py's RowsToArrow as Arrow buffers, "
      "or None when a value does not have its column's exact type."},
+    {"change_log_from_bodies", py_change_log_from_bodies, METH_VARARGS,
+     "change_log_from_bodies(bodies, actions): change_log_arrays' answer straight from tunnel record bodies "
+     "(PlainBuffer) and their action types (bytes), or None: decode them to records instead."},
+    {"flat_from_rows", py_flat_from_rows, METH_VARARGS,
+     "flat_from_rows(data, specs, cells, fence, suffix, drop_empty, ignored): (rows kept, flat_arrays' leaves) "
+     "straight from a GetRange rows blob, tombstones and empty rows left out, or None: decode it instead."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -626,5 +1232,6 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__arrow_speedups(void) {
+    build_crc_table();
     return PyModule_Create(&module_def);
 }

@@ -14,6 +14,7 @@ over the rows, then one C conversion per column; never a Python object per outpu
   row key, the column and both types (``FAILFAST``). Where the compiled PlainBuffer module is in use, a
   schema of key and newest-version columns is filled in C (the same batch); the Python path runs for
   versioned columns and for any batch holding a cell that does not fit its column.
+  :meth:`RowsToArrow.batch_encoded` builds that batch straight from a GetRange page's PlainBuffer bytes.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def compiled_arrow() -> Any:
 # ---- rows of a table as record batches ---------------------------------------------------------------------
 
 _flat_arrays = getattr(compiled_arrow(), "flat_arrays", None)
+_flat_from_rows = getattr(compiled_arrow(), "flat_from_rows", None)
 _FLAT_KINDS = {ColumnType.INTEGER: (0, pa.int64()), ColumnType.DOUBLE: (1, pa.float64()),
                ColumnType.BOOLEAN: (2, pa.bool_()), ColumnType.STRING: (3, pa.string()),
                ColumnType.BINARY: (4, pa.binary())}
@@ -207,7 +209,30 @@ class RowsToArrow:
         leaves = _flat_arrays(rows, self._flat_specs, self._cells)
         if leaves is None:
             return None
-        n = len(rows)
+        return self._batch_of_leaves(len(rows), leaves)
+
+    @property
+    def takes_encoded(self) -> bool:
+        """Whether :meth:`batch_encoded` can apply (compiled module in use, a schema of key and newest-version
+        columns)."""
+        return _flat_from_rows is not None and self._flat_specs is not None
+
+    def batch_encoded(self, data: bytes, *, tombstone_fence: str | None = None, tombstone_suffix: str | None = None,
+                      drop_empty: bool = False, ignored: str | None = None) -> pa.RecordBatch | None:
+        """:meth:`batch` of ``decode_rows(data)`` (a GetRange page's rows bytes), built in C without decoding,
+        leaving out tombstones (rows whose cells are all ``tombstone_fence``, the newest a string ending in
+        ``tombstone_suffix``) and, with ``drop_empty``, rows without a cell other than ``ignored``. None when it
+        does not apply: then decode the rows (which raises for corrupt bytes) and use :meth:`batch`."""
+        if _flat_from_rows is None or self._flat_specs is None:
+            return None
+        out = _flat_from_rows(data, self._flat_specs, self._cells, tombstone_fence, tombstone_suffix, drop_empty,
+                              ignored)
+        if out is None:
+            return None
+        n, leaves = out
+        return self._batch_of_leaves(n, leaves)
+
+    def _batch_of_leaves(self, n: int, leaves: Sequence[Any]) -> pa.RecordBatch:
         arrays: list[pa.Array] = []
         for field, leaf in zip(self.schema, leaves, strict=True):
             if leaf is None:  # the corrupt-record column: every cell fitted

@@ -11,7 +11,8 @@ Two pure conversions used on the executors:
   :mod:`airflow_tablestore.spark.arrow` (the ``tablestore`` data source's too). Where the compiled PlainBuffer
   module is in use (``client/plainbuffer/implementation.py``), ``records_to_arrow`` fills the Arrow buffers in
   C instead (:func:`records_to_arrow_compiled`, the same table); :func:`records_to_arrow_python` is the
-  Python path, always available.
+  Python path, always available. :func:`encoded_records_to_arrow` builds the same table straight from the
+  records' PlainBuffer bytes (:class:`~airflow_tablestore.client.records.EncodedRecords`), no record decoded.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from airflow_tablestore.client.model import (
     SequenceInfo,
     WriteType,
 )
+from airflow_tablestore.client.records import EncodedRecords
 from airflow_tablestore.spark.arrow import ARROW_TYPES, TypedValues, compiled_arrow, normalized, value_type
 
 _VALUE_SLOT = {
@@ -151,6 +153,28 @@ def records_to_arrow(records: Sequence[Record], channel_id: str, chunk: str, fir
 
 
 _change_log_arrays = getattr(compiled_arrow(), "change_log_arrays", None)
+_change_log_from_bodies = getattr(compiled_arrow(), "change_log_from_bodies", None)
+
+
+def encoded_records_to_arrow(records: EncodedRecords, channel_id: str, chunk: str, first_index: int = 0) -> pa.Table:
+    """:func:`records_to_arrow` of ``records.decode()``, built straight from the PlainBuffer bodies in C where the
+    compiled modules are in use (:func:`encoded_records_to_arrow_compiled`); else, or for anything that path
+    leaves out, the records are decoded (raising exactly what decoding raises) and converted."""
+    table = encoded_records_to_arrow_compiled(records, channel_id, chunk, first_index)
+    if table is not None:
+        return table
+    return records_to_arrow(records.decode(), channel_id, chunk, first_index)
+
+
+def encoded_records_to_arrow_compiled(records: EncodedRecords, channel_id: str, chunk: str,
+                                      first_index: int = 0) -> pa.Table | None:
+    """The straight path of :func:`encoded_records_to_arrow`: the table, or None when it does not apply (no
+    compiled module, records with origin records, or anything the decoder would refuse or the Python builder
+    treats specially: corrupt bytes, unknown action types, the primary-key sentinels)."""
+    if _change_log_from_bodies is None or records.origins is not None:
+        return None
+    out = _change_log_from_bodies(records.bodies, records.actions)
+    return None if out is None else _change_log_table(out, channel_id, chunk, first_index)
 
 
 def _from_buffers(arrow_type: pa.DataType, spec: tuple[int, int, bytes | None, bytes, bytes | None]) -> pa.Array:
@@ -177,8 +201,11 @@ def records_to_arrow_compiled(records: Sequence[Record], channel_id: str, chunk:
     if _change_log_arrays is None:
         return None
     out = _change_log_arrays(records, _ACTION_NAMES, _OP_NAMES)
-    if out is None:
-        return None
+    return None if out is None else _change_log_table(out, channel_id, chunk, first_index)
+
+
+def _change_log_table(out: tuple[Any, ...], channel_id: str, chunk: str, first_index: int) -> pa.Table:
+    """The change-log table from the compiled module's answer (record count, offsets, leaf buffers)."""
     n, pk_offsets, col_offsets, *leaves = out
     pk_width, col_width = len(PK_TYPE), len(COLUMN_TYPE)
     action, pk_leaves = leaves[0], leaves[1:1 + pk_width]

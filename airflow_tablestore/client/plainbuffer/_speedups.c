@@ -4,18 +4,19 @@
  * A drop-in for the pure-Python decoder of decode.py, written against the CPython C API only. It must give
  * exactly what decode.py gives: the same objects (Row, Column, SequenceInfo, CellOp members, sentinels, in the
  * same order) and, for truncated or corrupted input, the same exception class with the same message. So every
- * check below happens in the order decode.py makes it; decode.py's module docstring and _decode_body are the
+ * check happens in the order decode.py makes it; decode.py's module docstring and _decode_body are the
  * specification. The model classes, the PlainBufferError class and the two error helpers of format.py
  * (bad_tag, check_header) are handed over once by setup() (see implementation.py), so this file imports nothing.
  *
- * Layout (format.py):
- *   row  = 01 pk_cell* [02 data_cell+] [08] [0B ext_len:u32 (0C 13000000 0D epoch 0E ts 0F idx)] 09 row_crc
- *   cell = 03 04 name_len:u32 name [05 len:u32 type payload] [06 op] [07 ts:i64] 0A cell_crc
+ * The parsing itself is _parse.h (shared with the Arrow builders of spark/_arrow_speedups.c); this file is its
+ * object-building visitor and the translation of a parse failure into decode.py's exception.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "_parse.h"
 
 /* ---- state handed over by setup() ------------------------------------------------------------------- */
 
@@ -28,89 +29,6 @@ static PyObject *check_header_fn = NULL; /* format.check_header(data): raises */
 static PyObject *op_put = NULL;
 static PyObject *op_by_byte[256];      /* CellOp members by their byte (PUT has none) */
 static PyObject *sentinel_by_type[256]; /* INF_MIN, INF_MAX, AUTO_INCREMENT by value type */
-
-#define TAG_ROW_PK 0x01
-#define TAG_ROW_DATA 0x02
-#define TAG_CELL 0x03
-#define TAG_CELL_NAME 0x04
-#define TAG_CELL_VALUE 0x05
-#define TAG_CELL_TYPE 0x06
-#define TAG_CELL_TIMESTAMP 0x07
-#define TAG_DELETE_ROW_MARKER 0x08
-#define TAG_ROW_CHECKSUM 0x09
-#define TAG_CELL_CHECKSUM 0x0A
-#define TAG_EXTENSION 0x0B
-#define TAG_SEQ_INFO 0x0C
-#define TAG_SEQ_INFO_EPOCH 0x0D
-#define TAG_SEQ_INFO_TS 0x0E
-#define TAG_SEQ_INFO_ROW_INDEX 0x0F
-
-#define VT_INTEGER 0x00
-#define VT_DOUBLE 0x01
-#define VT_BOOLEAN 0x02
-#define VT_STRING 0x03
-#define VT_NULL 0x06
-#define VT_BLOB 0x07
-
-static const unsigned char HEADER[4] = {0x75, 0x00, 0x00, 0x00};
-static const unsigned char SEQ_ONLY_PREFIX[9] = {0x18, 0x00, 0x00, 0x00, 0x0c, 0x13, 0x00, 0x00, 0x00};
-
-/* ---- CRC-8: polynomial 0x07, MSB first, init 0 ------------------------------------------------------ */
-
-static unsigned char crc_table[256];
-/* crc_power[k][x]: the table applied k + 1 times. The CRC is linear, so after 8 bytes b0..b7 from state s it is
- * T^8[s ^ b0] ^ T^7[b1] ^ ... ^ T^1[b7]: eight independent lookups instead of a chain of eight. */
-static unsigned char crc_power[8][256];
-
-static void build_crc_table(void) {
-    for (int i = 0; i < 256; i++) {
-        unsigned int crc = (unsigned int)i;
-        for (int bit = 0; bit < 8; bit++) {
-            crc = (crc & 0x80) ? ((crc << 1) ^ 0x07) & 0xFF : (crc << 1) & 0xFF;
-        }
-        crc_table[i] = (unsigned char)crc;
-    }
-    for (int i = 0; i < 256; i++) {
-        crc_power[0][i] = crc_table[i];
-    }
-    for (int k = 1; k < 8; k++) {
-        for (int i = 0; i < 256; i++) {
-            crc_power[k][i] = crc_table[crc_power[k - 1][i]];
-        }
-    }
-}
-
-static inline unsigned int crc_fold(unsigned int crc, const unsigned char *p, Py_ssize_t len) {
-    Py_ssize_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        crc = crc_power[7][crc ^ p[i]] ^ crc_power[6][p[i + 1]] ^ crc_power[5][p[i + 2]] ^
-              crc_power[4][p[i + 3]] ^ crc_power[3][p[i + 4]] ^ crc_power[2][p[i + 5]] ^
-              crc_power[1][p[i + 6]] ^ crc_power[0][p[i + 7]];
-    }
-    for (; i < len; i++) {
-        crc = crc_table[crc ^ p[i]];
-    }
-    return crc;
-}
-
-/* ---- little-endian reads --------------------------------------------------------------------------- */
-
-static inline uint32_t read_u32(const unsigned char *p) {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static inline int64_t read_i64(const unsigned char *p) {
-    uint64_t v = (uint64_t)read_u32(p) | ((uint64_t)read_u32(p + 4) << 32);
-    return (int64_t)v;
-}
-
-static inline int32_t read_i32(const unsigned char *p) { return (int32_t)read_u32(p); }
-
-/* start + len, or n + 1 ("past the end") when that would pass n: a u32 length never overflows a 32-bit
-   Py_ssize_t into a negative end (which would move the decoder backwards). start <= n. */
-static inline Py_ssize_t bounded_end(Py_ssize_t start, uint32_t len, Py_ssize_t n) {
-    return (uint64_t)len > (uint64_t)(n - start) ? n + 1 : start + (Py_ssize_t)len;
-}
 
 /* ---- errors ---------------------------------------------------------------------------------------- */
 
@@ -322,450 +240,328 @@ static PyObject *new_sequence(int64_t epoch, int64_t ts, int64_t row_index) {
     return new_named(sequence_type, items, 3);
 }
 
-/* ---- the decoder ------------------------------------------------------------------------------------- */
+/* ---- the object-building visitor ------------------------------------------------------------------------ */
 
-enum { OK = 0, FAIL = -1, TRUNCATED = -2, BAD_STRING = -3 };
+enum { OBJ_FAIL = 1 }; /* a callback's failure: the Python exception is set */
 
-/* Parse `0B len sub-blocks` at pos (decode.py's _decode_extension). */
-static int decode_extension(PyObject *data, const unsigned char *d, Py_ssize_t n, Py_ssize_t pos,
-                            PyObject **sequence, Py_ssize_t *end_out) {
-    if (pos + 5 > n) {
-        return TRUNCATED;
-    }
-    Py_ssize_t end = bounded_end(pos + 5, read_u32(d + pos + 1), n);
-    if (end > n) {
-        return TRUNCATED;
-    }
-    Py_ssize_t p = pos + 5;
-    while (p < end) {
-        unsigned char sub_tag = d[p];
-        if (p + 5 > n) {
-            return TRUNCATED;
-        }
-        Py_ssize_t sub_end = bounded_end(p + 5, read_u32(d + p + 1), n);
-        if (sub_end > end) {
-            raise_message(PyUnicode_FromFormat(
-                "extension block at offset %zd overruns the extension ending at %zd", p, end));
-            return FAIL;
-        }
-        if (sub_tag == TAG_SEQ_INFO) {
-            if (sub_end - p != 24) {
-                raise_message(PyUnicode_FromFormat(
-                    "sequence info at offset %zd has length %zd, expected 19", p, sub_end - p - 5));
-                return FAIL;
-            }
-            if (d[p + 5] != TAG_SEQ_INFO_EPOCH || d[p + 10] != TAG_SEQ_INFO_TS ||
-                d[p + 19] != TAG_SEQ_INFO_ROW_INDEX) {
-                raise_message(PyUnicode_FromFormat(
-                    "malformed sequence info at offset %zd: expected tags 0d, 0e, 0f", p));
-                return FAIL;
-            }
-            PyObject *seq = new_sequence(read_i32(d + p + 6), read_i64(d + p + 11), read_i32(d + p + 20));
-            if (seq == NULL) {
-                return FAIL;
-            }
-            Py_XSETREF(*sequence, seq);
-        }
-        p = sub_end;
-    }
-    (void)data;
-    *end_out = end;
-    return OK;
-}
-
-static void raise_crc_mismatch_cell(PyObject *name, Py_ssize_t at, unsigned int stored, unsigned int computed) {
-    char tail[64];
-    PyOS_snprintf(tail, sizeof(tail), "stored 0x%02x, computed 0x%02x", stored, computed);
-    raise_message(PyUnicode_FromFormat("cell checksum mismatch for column %R at offset %zd: %s", name, at, tail));
-}
-
-/* Decode the rows after the header into `rows` (a list). decode.py's _decode_body, check for check. */
-static int decode_body(PyObject *data, const unsigned char *d, Py_ssize_t n, PyObject *rows) {
-    Py_ssize_t pos = 4;
-    Py_ssize_t row_start = pos;
-    int status = OK;
+typedef struct {
     objvec pk, columns;
-    vec_init(&pk);
-    vec_init(&columns);
-    PyObject *sequence = NULL;
-    /* The cells of a row usually share a timestamp: keep the last one's int object. */
-    int64_t last_ts = 0;
-    PyObject *last_ts_obj = NULL;
+    PyObject *rows;        /* the list being filled */
+    PyObject *name;        /* the current cell's name (owned) */
+    PyObject *value;       /* the current cell's value (owned until the cell is built) */
+    int64_t last_ts;       /* the cells of a row usually share a timestamp: keep the last one's int object */
+    PyObject *last_ts_obj;
+} obj_visitor;
 
-/* d[k] may be read (decode.py: an IndexError, i.e. "input truncated", otherwise). */
-#define NEED(k) \
-    do { \
-        if ((k) >= n) { \
-            status = TRUNCATED; \
-            goto done; \
-        } \
-    } while (0)
-
-    while (pos < n) {
-        row_start = pos;
-        if (d[pos] != TAG_ROW_PK) {
-            raise_bad_tag(data, pos, "ROW_PK (0x01) starting a row");
-            status = FAIL;
-            goto done;
+static int obj_name(void *ctx, const unsigned char *p, Py_ssize_t len, Py_ssize_t at, unsigned int *crc) {
+    obj_visitor *o = ctx;
+    PyObject *name = cached_name(p, len, crc);
+    if (name == NULL) {
+        PyObject *reason = take_decode_reason();
+        if (reason != NULL) {
+            raise_message(PyUnicode_FromFormat("cell name at offset %zd is not valid UTF-8: %U", at, reason));
+            Py_DECREF(reason);
         }
-        pos += 1;
-        unsigned int row_crc = 0;
-        int in_pk = 1;
-        objvec *target = &pk;
-        NEED(pos);
-        unsigned char tag = d[pos];
-        for (;;) {
-            if (tag == TAG_CELL) {
-                /* -- one cell: 03 04 len name [05 len type payload] [06 op] [07 ts] 0A crc */
-                if (pos + 6 > n) {
-                    status = TRUNCATED;
-                    goto done;
-                }
-                Py_ssize_t end = bounded_end(pos + 6, read_u32(d + pos + 2), n);
-                if (d[pos + 1] != TAG_CELL_NAME) {
-                    raise_bad_tag(data, pos + 1, "CELL_NAME (0x04)");
-                    status = FAIL;
-                    goto done;
-                }
-                if (end > n) {
-                    status = TRUNCATED;
-                    goto done;
-                }
-                unsigned int crc;
-                PyObject *name = cached_name(d + pos + 6, end - pos - 6, &crc);
-                if (name == NULL) {
-                    PyObject *reason = take_decode_reason();
-                    if (reason != NULL) {
-                        raise_message(PyUnicode_FromFormat("cell name at offset %zd is not valid UTF-8: %U",
-                                                           pos + 6, reason));
-                        Py_DECREF(reason);
-                    }
-                    status = FAIL;
-                    goto done;
-                }
-                pos = end;
-                NEED(pos);
-                tag = d[pos];
-                PyObject *value = NULL; /* owned */
-                if (tag == TAG_CELL_VALUE) {
-                    Py_ssize_t vs = pos + 5;
-                    Py_ssize_t ve;
-                    NEED(vs);
-                    unsigned char vt = d[vs];
-                    if (vt == VT_STRING || vt == VT_BLOB) {
-                        if (vs + 5 > n) {
-                            status = TRUNCATED;
-                            goto done;
-                        }
-                        ve = bounded_end(vs + 5, read_u32(d + vs + 1), n);
-                        if (ve > n) {
-                            status = TRUNCATED;
-                            goto done;
-                        }
-                        if (vt == VT_STRING) {
-                            value = PyUnicode_DecodeUTF8((const char *)d + vs + 5, ve - vs - 5, NULL);
-                            if (value == NULL) {
-                                PyObject *reason = take_decode_reason();
-                                if (reason != NULL) {
-                                    raise_message(PyUnicode_FromFormat(
-                                        "string value in the row at offset %zd is not UTF-8: %U", row_start,
-                                        reason));
-                                    Py_DECREF(reason);
-                                }
-                                status = FAIL;
-                                goto done;
-                            }
-                        } else {
-                            value = PyBytes_FromStringAndSize((const char *)d + vs + 5, ve - vs - 5);
-                            if (value == NULL) {
-                                status = FAIL;
-                                goto done;
-                            }
-                        }
-                    } else if (vt == VT_INTEGER || vt == VT_DOUBLE) {
-                        if (vs + 9 > n) {
-                            status = TRUNCATED;
-                            goto done;
-                        }
-                        if (vt == VT_INTEGER) {
-                            value = PyLong_FromLongLong(read_i64(d + vs + 1));
-                        } else {
-                            double x = PyFloat_Unpack8((const char *)d + vs + 1, 1);
-                            value = (x == -1.0 && PyErr_Occurred()) ? NULL : PyFloat_FromDouble(x);
-                        }
-                        if (value == NULL) {
-                            status = FAIL;
-                            goto done;
-                        }
-                        ve = vs + 9;
-                    } else if (vt == VT_BOOLEAN) {
-                        NEED(vs + 1);
-                        value = Py_NewRef(d[vs + 1] != 0 ? Py_True : Py_False);
-                        ve = vs + 2;
-                    } else if (sentinel_by_type[vt] != NULL) {
-                        value = Py_NewRef(sentinel_by_type[vt]);
-                        ve = vs + 1;
-                    } else if (vt == VT_NULL) {
-                        value = Py_NewRef(Py_None);
-                        ve = vs + 1;
-                    } else {
-                        char text[80];
-                        PyOS_snprintf(text, sizeof(text), "unknown value type 0x%02x at offset %zd", vt, vs);
-                        raise_text(text);
-                        status = FAIL;
-                        goto done;
-                    }
-                    crc = crc_fold(crc, d + vs, ve - vs);
-                    pos = ve;
-                    if (pos >= n) {
-                        Py_DECREF(value);
-                        status = TRUNCATED;
-                        goto done;
-                    }
-                    tag = d[pos];
-                } else {
-                    value = Py_NewRef(Py_None);
-                }
-                PyObject *op;
-                PyObject *timestamp = NULL; /* owned */
-                if (tag == TAG_CELL_TIMESTAMP) { /* the usual case: a version, no cell op */
-                    op = op_put;
-                    if (pos + 9 > n) {
-                        Py_DECREF(value);
-                        status = TRUNCATED;
-                        goto done;
-                    }
-                    if (!in_pk) {
-                        int64_t ts = read_i64(d + pos + 1);
-                        if (last_ts_obj == NULL || ts != last_ts) {
-                            PyObject *obj = PyLong_FromLongLong(ts);
-                            if (obj == NULL) {
-                                Py_DECREF(value);
-                                status = FAIL;
-                                goto done;
-                            }
-                            Py_XSETREF(last_ts_obj, obj);
-                            last_ts = ts;
-                        }
-                        timestamp = Py_NewRef(last_ts_obj);
-                    }
-                    crc = crc_fold(crc, d + pos + 1, 8);
-                    pos += 9;
-                    if (pos >= n) {
-                        Py_DECREF(value);
-                        Py_XDECREF(timestamp);
-                        status = TRUNCATED;
-                        goto done;
-                    }
-                    tag = d[pos];
-                } else if (tag == TAG_CELL_TYPE) { /* update/delete cells: op, then maybe a timestamp */
-                    if (pos + 1 >= n) {
-                        Py_DECREF(value);
-                        status = TRUNCATED;
-                        goto done;
-                    }
-                    unsigned char op_byte = d[pos + 1];
-                    op = op_by_byte[op_byte];
-                    if (op == NULL) {
-                        Py_DECREF(value);
-                        char text[80];
-                        PyOS_snprintf(text, sizeof(text), "unknown cell op 0x%02x at offset %zd", op_byte,
-                                      pos + 1);
-                        raise_text(text);
-                        status = FAIL;
-                        goto done;
-                    }
-                    pos += 2;
-                    if (pos >= n) {
-                        Py_DECREF(value);
-                        status = TRUNCATED;
-                        goto done;
-                    }
-                    tag = d[pos];
-                    if (tag == TAG_CELL_TIMESTAMP) {
-                        if (pos + 9 > n) {
-                            Py_DECREF(value);
-                            status = TRUNCATED;
-                            goto done;
-                        }
-                        if (!in_pk) {
-                            timestamp = PyLong_FromLongLong(read_i64(d + pos + 1));
-                            if (timestamp == NULL) {
-                                Py_DECREF(value);
-                                status = FAIL;
-                                goto done;
-                            }
-                        }
-                        crc = crc_fold(crc, d + pos + 1, 8);
-                        pos += 9;
-                        if (pos >= n) {
-                            Py_DECREF(value);
-                            Py_XDECREF(timestamp);
-                            status = TRUNCATED;
-                            goto done;
-                        }
-                        tag = d[pos];
-                    }
-                    crc = crc_table[crc ^ op_byte]; /* the op byte is checksummed after the timestamp */
-                } else {
-                    op = op_put;
-                }
-                if (tag != TAG_CELL_CHECKSUM) {
-                    Py_DECREF(value);
-                    Py_XDECREF(timestamp);
-                    raise_bad_tag(data, pos, "CELL_CHECKSUM (0x0a) or a cell field");
-                    status = FAIL;
-                    goto done;
-                }
-                if (pos + 1 >= n) {
-                    Py_DECREF(value);
-                    Py_XDECREF(timestamp);
-                    status = TRUNCATED;
-                    goto done;
-                }
-                if (d[pos + 1] != crc) {
-                    Py_DECREF(value);
-                    Py_XDECREF(timestamp);
-                    raise_crc_mismatch_cell(name, pos + 1, d[pos + 1], crc);
-                    status = FAIL;
-                    goto done;
-                }
-                row_crc = crc_table[row_crc ^ crc];
-                pos += 2;
-                PyObject *item;
-                if (in_pk) {
-                    item = PyTuple_New(2);
-                    if (item == NULL) {
-                        Py_DECREF(value);
-                        status = FAIL;
-                        goto done;
-                    }
-                    PyTuple_SET_ITEM(item, 0, Py_NewRef(name));
-                    PyTuple_SET_ITEM(item, 1, value);
-                } else {
-                    PyObject *fields[4];
-                    fields[0] = Py_NewRef(name);
-                    fields[1] = value;
-                    fields[2] = timestamp != NULL ? timestamp : Py_NewRef(Py_None);
-                    fields[3] = Py_NewRef(op);
-                    item = new_named(column_type, fields, 4);
-                    if (item == NULL) {
-                        status = FAIL;
-                        goto done;
-                    }
-                }
-                if (vec_push(target, item) < 0) {
-                    status = FAIL;
-                    goto done;
-                }
-                NEED(pos);
-                tag = d[pos];
-            } else if (tag == TAG_ROW_DATA && in_pk) {
-                in_pk = 0;
-                target = &columns;
-                pos += 1;
-                NEED(pos);
-                tag = d[pos];
-            } else {
-                break;
-            }
-        }
-        PyObject *delete_marker = Py_False;
-        if (tag == TAG_DELETE_ROW_MARKER) {
-            delete_marker = Py_True;
-            row_crc = crc_table[row_crc ^ 1];
-            pos += 1;
-            NEED(pos);
-            tag = d[pos];
-        } else {
-            row_crc = crc_table[row_crc];
-        }
-        if (tag == TAG_EXTENSION) {
-            if (pos + 10 <= n && memcmp(d + pos + 1, SEQ_ONLY_PREFIX, 9) == 0) {
-                /* The usual extension: sequence info only (0B 18000000 0C 13000000 0D .. 0E .. 0F ..). */
-                Py_ssize_t q = pos + 10;
-                if (q + 19 > n) {
-                    status = TRUNCATED;
-                    goto done;
-                }
-                if (d[q] != TAG_SEQ_INFO_EPOCH || d[q + 5] != TAG_SEQ_INFO_TS || d[q + 14] != TAG_SEQ_INFO_ROW_INDEX) {
-                    raise_message(PyUnicode_FromFormat(
-                        "malformed sequence info at offset %zd: expected tags 0d, 0e, 0f", pos + 5));
-                    status = FAIL;
-                    goto done;
-                }
-                sequence = new_sequence(read_i32(d + q + 1), read_i64(d + q + 6), read_i32(d + q + 15));
-                if (sequence == NULL) {
-                    status = FAIL;
-                    goto done;
-                }
-                pos += 29;
-            } else {
-                Py_ssize_t end = 0;
-                status = decode_extension(data, d, n, pos, &sequence, &end);
-                if (status != OK) {
-                    goto done;
-                }
-                pos = end;
-            }
-            NEED(pos);
-            tag = d[pos];
-        }
-        if (tag != TAG_ROW_CHECKSUM) {
-            raise_bad_tag(data, pos,
-                          in_pk ? "CELL, ROW_DATA, DELETE_ROW_MARKER, EXTENSION or ROW_CHECKSUM (0x09)"
-                                : "ROW_CHECKSUM (0x09)");
-            status = FAIL;
-            goto done;
-        }
-        NEED(pos + 1);
-        if (d[pos + 1] != row_crc) {
-            char text[160];
-            PyOS_snprintf(text, sizeof(text),
-                          "row checksum mismatch for the row starting at offset %zd: stored 0x%02x, computed 0x%02x",
-                          row_start, d[pos + 1], row_crc);
-            raise_text(text);
-            status = FAIL;
-            goto done;
-        }
-        pos += 2;
-        PyObject *fields[4];
-        fields[0] = vec_to_tuple(&pk);
-        fields[1] = fields[0] != NULL ? vec_to_tuple(&columns) : NULL;
-        if (fields[1] == NULL) {
-            Py_XDECREF(fields[0]);
-            status = FAIL;
-            goto done;
-        }
-        fields[2] = Py_NewRef(delete_marker);
-        fields[3] = sequence != NULL ? sequence : Py_NewRef(Py_None);
-        sequence = NULL;
-        PyObject *row = new_named(row_type, fields, 4);
-        if (row == NULL) {
-            status = FAIL;
-            goto done;
-        }
-        int appended = PyList_Append(rows, row);
-        Py_DECREF(row);
-        if (appended < 0) {
-            status = FAIL;
-            goto done;
-        }
+        return OBJ_FAIL;
     }
-#undef NEED
+    Py_XSETREF(o->name, Py_NewRef(name));
+    return 0;
+}
 
-done:
-    vec_free(&pk);
-    vec_free(&columns);
-    Py_XDECREF(sequence);
-    Py_XDECREF(last_ts_obj);
-    if (status == TRUNCATED) {
+static int obj_value(void *ctx, int vt, const unsigned char *p, Py_ssize_t len, Py_ssize_t row_start) {
+    obj_visitor *o = ctx;
+    PyObject *value;
+    switch (vt) {
+    case VT_STRING:
+        value = PyUnicode_DecodeUTF8((const char *)p, len, NULL);
+        if (value == NULL) {
+            PyObject *reason = take_decode_reason();
+            if (reason != NULL) {
+                raise_message(
+                    PyUnicode_FromFormat("string value in the row at offset %zd is not UTF-8: %U", row_start, reason));
+                Py_DECREF(reason);
+            }
+            return OBJ_FAIL;
+        }
+        break;
+    case VT_BLOB:
+        value = PyBytes_FromStringAndSize((const char *)p, len);
+        break;
+    case VT_INTEGER:
+        value = PyLong_FromLongLong(read_i64(p));
+        break;
+    case VT_DOUBLE: {
+        double x = PyFloat_Unpack8((const char *)p, 1);
+        value = (x == -1.0 && PyErr_Occurred()) ? NULL : PyFloat_FromDouble(x);
+        break;
+    }
+    case VT_BOOLEAN:
+        value = Py_NewRef(p[0] != 0 ? Py_True : Py_False);
+        break;
+    case VT_NULL:
+    case VT_ABSENT:
+        value = Py_NewRef(Py_None);
+        break;
+    default: /* INF_MIN, INF_MAX, AUTO_INCREMENT */
+        if (sentinel_by_type[vt] == NULL) {
+            PyErr_Format(PyExc_RuntimeError, "_speedups.setup() gave no sentinel for value type 0x%02x", vt);
+            return OBJ_FAIL;
+        }
+        value = Py_NewRef(sentinel_by_type[vt]);
+    }
+    if (value == NULL) {
+        return OBJ_FAIL;
+    }
+    Py_XSETREF(o->value, value);
+    return 0;
+}
+
+static int obj_cell(void *ctx, int in_pk, int has_ts, int64_t ts, int op_byte) {
+    obj_visitor *o = ctx;
+    PyObject *value = o->value;
+    o->value = NULL;
+    PyObject *item;
+    if (in_pk) {
+        item = PyTuple_New(2);
+        if (item == NULL) {
+            Py_DECREF(value);
+            return OBJ_FAIL;
+        }
+        PyTuple_SET_ITEM(item, 0, Py_NewRef(o->name));
+        PyTuple_SET_ITEM(item, 1, value);
+        return vec_push(&o->pk, item) < 0 ? OBJ_FAIL : 0;
+    }
+    PyObject *op = op_byte == OP_PUT ? op_put : op_by_byte[op_byte];
+    if (op == NULL) {
+        Py_DECREF(value);
+        PyErr_Format(PyExc_RuntimeError, "_speedups.setup() gave no cell op for byte 0x%02x", op_byte);
+        return OBJ_FAIL;
+    }
+    PyObject *timestamp = Py_None;
+    if (has_ts) {
+        if (o->last_ts_obj == NULL || ts != o->last_ts) {
+            PyObject *obj = PyLong_FromLongLong(ts);
+            if (obj == NULL) {
+                Py_DECREF(value);
+                return OBJ_FAIL;
+            }
+            Py_XSETREF(o->last_ts_obj, obj);
+            o->last_ts = ts;
+        }
+        timestamp = o->last_ts_obj;
+    }
+    PyObject *fields[4];
+    fields[0] = Py_NewRef(o->name);
+    fields[1] = value;
+    fields[2] = Py_NewRef(timestamp);
+    fields[3] = Py_NewRef(op);
+    item = new_named(column_type, fields, 4);
+    if (item == NULL) {
+        return OBJ_FAIL;
+    }
+    return vec_push(&o->columns, item) < 0 ? OBJ_FAIL : 0;
+}
+
+static int obj_row(void *ctx, int deleted, const pb_sequence *seq) {
+    obj_visitor *o = ctx;
+    PyObject *fields[4];
+    fields[0] = vec_to_tuple(&o->pk);
+    fields[1] = fields[0] != NULL ? vec_to_tuple(&o->columns) : NULL;
+    if (fields[1] == NULL) {
+        Py_XDECREF(fields[0]);
+        return OBJ_FAIL;
+    }
+    fields[2] = Py_NewRef(deleted ? Py_True : Py_False);
+    fields[3] = seq != NULL ? new_sequence(seq->epoch, seq->timestamp, seq->row_index) : Py_NewRef(Py_None);
+    if (fields[3] == NULL) {
+        Py_DECREF(fields[0]);
+        Py_DECREF(fields[1]);
+        Py_DECREF(fields[2]);
+        return OBJ_FAIL;
+    }
+    PyObject *row = new_named(row_type, fields, 4);
+    if (row == NULL) {
+        return OBJ_FAIL;
+    }
+    int appended = PyList_Append(o->rows, row);
+    Py_DECREF(row);
+    return appended < 0 ? OBJ_FAIL : 0;
+}
+
+static const pb_visitor OBJECT_VISITOR = {obj_name, obj_value, obj_cell, obj_row};
+
+/* A parse failure as decode.py's exception, with its message. `name`: the failing cell's name (cell CRC). */
+static void raise_parse_error(PyObject *data, Py_ssize_t n, const pb_error *err, PyObject *name) {
+    char text[160];
+    switch (err->kind) {
+    case PB_E_TRUNCATED:
         raise_message(PyUnicode_FromFormat(
-            "input truncated: the row starting at offset %zd runs past the end of the %zd-byte buffer", row_start,
-            n));
-        return FAIL;
+            "input truncated: the row starting at offset %zd runs past the end of the %zd-byte buffer", err->pos, n));
+        return;
+    case PB_E_BAD_TAG:
+        raise_bad_tag(data, err->pos, err->expected);
+        return;
+    case PB_E_EXT_OVERRUN:
+        raise_message(PyUnicode_FromFormat("extension block at offset %zd overruns the extension ending at %zd",
+                                           err->pos, err->aux));
+        return;
+    case PB_E_SEQ_LENGTH:
+        raise_message(PyUnicode_FromFormat("sequence info at offset %zd has length %zd, expected 19", err->pos,
+                                           err->aux));
+        return;
+    case PB_E_SEQ_TAGS:
+        raise_message(
+            PyUnicode_FromFormat("malformed sequence info at offset %zd: expected tags 0d, 0e, 0f", err->pos));
+        return;
+    case PB_E_VALUE_TYPE:
+        PyOS_snprintf(text, sizeof(text), "unknown value type 0x%02x at offset %zd", err->byte, err->pos);
+        raise_text(text);
+        return;
+    case PB_E_CELL_OP:
+        PyOS_snprintf(text, sizeof(text), "unknown cell op 0x%02x at offset %zd", err->byte, err->pos);
+        raise_text(text);
+        return;
+    case PB_E_CELL_CRC: {
+        char tail[64];
+        PyOS_snprintf(tail, sizeof(tail), "stored 0x%02x, computed 0x%02x", err->stored, err->computed);
+        raise_message(PyUnicode_FromFormat("cell checksum mismatch for column %R at offset %zd: %s", name, err->pos,
+                                           tail));
+        return;
     }
-    return status;
+    case PB_E_ROW_CRC:
+        PyOS_snprintf(text, sizeof(text),
+                      "row checksum mismatch for the row starting at offset %zd: stored 0x%02x, computed 0x%02x",
+                      err->pos, err->stored, err->computed);
+        raise_text(text);
+        return;
+    }
+    PyErr_SetString(PyExc_RuntimeError, "PlainBuffer parse failed for an unknown reason");
+}
+
+/* Decode the rows after the header into `rows` (a list): 0, or -1 with the exception set. */
+static int decode_body(PyObject *data, const unsigned char *d, Py_ssize_t n, PyObject *rows) {
+    obj_visitor o;
+    memset(&o, 0, sizeof(o));
+    vec_init(&o.pk);
+    vec_init(&o.columns);
+    o.rows = rows;
+    pb_error err;
+    int rc = pb_parse(d, n, 4, &OBJECT_VISITOR, &o, &err);
+    if (rc == PB_ERROR) {
+        raise_parse_error(data, n, &err, o.name);
+    }
+    vec_free(&o.pk);
+    vec_free(&o.columns);
+    Py_XDECREF(o.name);
+    Py_XDECREF(o.value);
+    Py_XDECREF(o.last_ts_obj);
+    return rc == PB_OK ? 0 : -1;
+}
+
+/* ---- scanning records without building them -------------------------------------------------------------- */
+
+enum { SCAN_REFUSE = 1 };
+
+typedef struct {
+    Py_ssize_t rows;
+    int has_seq;
+    int64_t seq_ts;
+} scan_visitor;
+
+static int scan_name(void *ctx, const unsigned char *p, Py_ssize_t len, Py_ssize_t at, unsigned int *crc) {
+    (void)ctx;
+    (void)at;
+    if (!pb_utf8_valid(p, len)) {
+        return SCAN_REFUSE;
+    }
+    *crc = crc_fold(0, p, len);
+    return 0;
+}
+
+static int scan_value(void *ctx, int vt, const unsigned char *p, Py_ssize_t len, Py_ssize_t row_start) {
+    (void)ctx;
+    (void)row_start;
+    return vt == VT_STRING && !pb_utf8_valid(p, len) ? SCAN_REFUSE : 0;
+}
+
+static int scan_cell(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
+    (void)ctx;
+    (void)in_pk;
+    (void)has_ts;
+    (void)ts;
+    (void)op;
+    return 0;
+}
+
+static int scan_row(void *ctx, int deleted, const pb_sequence *seq) {
+    scan_visitor *s = ctx;
+    (void)deleted;
+    s->rows += 1;
+    s->has_seq = seq != NULL;
+    s->seq_ts = seq != NULL ? seq->timestamp : 0;
+    return 0;
+}
+
+static const pb_visitor SCAN_VISITOR = {scan_name, scan_value, scan_cell, scan_row};
+
+/* scan_records(bodies, until_us, start): (index of the first record from `start` on whose sequence timestamp is
+   at or past until_us -- len(bodies) if none or until_us is None --, the newest sequence timestamp from `start` on
+   or None), having checked that every record decodes (one row, CRCs, UTF-8). None when one would not:
+   decode_record then raises its exact error. No object is made per record. */
+static PyObject *py_scan_records(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *bodies, *until_obj;
+    Py_ssize_t start;
+    if (!PyArg_ParseTuple(args, "OOn:scan_records", &bodies, &until_obj, &start)) {
+        return NULL;
+    }
+    int bounded = until_obj != Py_None;
+    long long until = 0;
+    if (bounded) {
+        until = PyLong_AsLongLong(until_obj);
+        if (until == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    PyObject *seq = PySequence_Fast(bodies, "bodies must be a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t first = count;
+    int has_max = 0;
+    int64_t max_ts = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *body = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyBytes_CheckExact(body)) {
+            Py_DECREF(seq);
+            Py_RETURN_NONE;
+        }
+        const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(body);
+        Py_ssize_t n = PyBytes_GET_SIZE(body);
+        scan_visitor s = {0, 0, 0};
+        pb_error err;
+        if (n < 4 || memcmp(d, PB_HEADER, 4) != 0 || pb_parse(d, n, 4, &SCAN_VISITOR, &s, &err) != PB_OK ||
+            s.rows != 1) {
+            Py_DECREF(seq);
+            Py_RETURN_NONE;
+        }
+        if (i < start || !s.has_seq) {
+            continue;
+        }
+        if (bounded && first == count && s.seq_ts >= until) {
+            first = i;
+        }
+        if (!has_max || s.seq_ts > max_ts) {
+            has_max = 1;
+            max_ts = s.seq_ts;
+        }
+    }
+    Py_DECREF(seq);
+    if (has_max) {
+        return Py_BuildValue("(nL)", first, (long long)max_ts);
+    }
+    return Py_BuildValue("(nO)", first, Py_None);
 }
 
 /* ---- the Python-facing functions ----------------------------------------------------------------------- */
@@ -790,7 +586,7 @@ static PyObject *as_bytes(PyObject *data) {
 static PyObject *decode_buffer(PyObject *buf) {
     const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(buf);
     Py_ssize_t n = PyBytes_GET_SIZE(buf);
-    if (n < 4 || memcmp(d, HEADER, 4) != 0) {
+    if (n < 4 || memcmp(d, PB_HEADER, 4) != 0) {
         PyObject *res = PyObject_CallOneArg(check_header_fn, buf);
         if (res == NULL) {
             return NULL;
@@ -806,7 +602,7 @@ static PyObject *decode_buffer(PyObject *buf) {
     if (was_enabled) {
         PyGC_Enable();
     }
-    if (status != OK) {
+    if (status != 0) {
         Py_DECREF(rows);
         return NULL;
     }
@@ -970,6 +766,9 @@ static PyMethodDef methods[] = {
      "Decode a tunnel/stream record: exactly one row, usually with the sequence-info extension."},
     {"decode_record_list", py_decode_record_list, METH_O,
      "decode_record over a batch (e.g. one ReadRecords response), with the cyclic GC paused."},
+    {"scan_records", py_scan_records, METH_VARARGS,
+     "scan_records(bodies, until_us, start): (first index >= start with a sequence timestamp >= until_us, newest "
+     "sequence timestamp from start on), every body checked; None when one does not decode (decode_record raises)."},
     {"crc8", py_crc8, METH_O, "CRC-8 (poly 0x07, init 0) of a bytes-like object."},
     {NULL, NULL, 0, NULL},
 };

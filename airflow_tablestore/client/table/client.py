@@ -234,6 +234,25 @@ class TableClient(BaseClient):
             time_range=time_range, column_filter=column_filter,
         )
 
+    def get_range_encoded(
+        self,
+        table: str,
+        start: PrimaryKeyArg,
+        end: PrimaryKeyArg,
+        *,
+        direction: Direction = Direction.FORWARD,
+        limit: int | None = None,
+        columns: Iterable[str] | None = None,
+        max_versions: int | None = 1,
+        time_range: TimeRange | None = None,
+        column_filter: ColumnCondition | None = None,
+    ) -> tuple[bytes, PrimaryKey | None]:
+        """:meth:`get_range` with the rows left encoded: the page's PlainBuffer bytes and the next start key."""
+        return self._rows.get_range_encoded(
+            table, start, end, direction=direction, limit=limit, columns=columns, max_versions=max_versions,
+            time_range=time_range, column_filter=column_filter,
+        )
+
     def iter_range(
         self,
         table: str,

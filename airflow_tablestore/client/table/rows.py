@@ -296,6 +296,34 @@ class TableRows:
     ) -> tuple[list[Row], PrimaryKey | None]:
         """One page of rows from ``start`` (inclusive) to ``end`` (exclusive) and the next start key
         (None when the range is exhausted). BACKWARD scans need ``start`` > ``end``."""
+        data, next_raw = self._get_range(table, start, end, direction, limit, columns, max_versions, time_range,
+                                         column_filter)
+        rows = decode_rows(data) if data else []
+        return rows, _next_key(next_raw)
+
+    def get_range_encoded(
+        self,
+        table: str,
+        start: PrimaryKeyArg,
+        end: PrimaryKeyArg,
+        *,
+        direction: Direction = Direction.FORWARD,
+        limit: int | None = None,
+        columns: Iterable[str] | None = None,
+        max_versions: int | None = 1,
+        time_range: TimeRange | None = None,
+        column_filter: ColumnCondition | None = None,
+    ) -> tuple[bytes, PrimaryKey | None]:
+        """:meth:`get_range` with the page's rows left encoded: the PlainBuffer ``rows`` bytes (``b""`` for
+        none; ``decode_rows`` gives the rows) and the decoded next start key."""
+        data, next_raw = self._get_range(table, start, end, direction, limit, columns, max_versions, time_range,
+                                         column_filter)
+        return data, _next_key(next_raw)
+
+    def _get_range(self, table: str, start: PrimaryKeyArg, end: PrimaryKeyArg, direction: Direction,
+                   limit: int | None, columns: Iterable[str] | None, max_versions: int | None,
+                   time_range: TimeRange | None, column_filter: ColumnCondition | None) -> tuple[bytes, bytes]:
+        """The GetRange call: the page's rows and its next start key, both encoded (b"" for none)."""
         request = table_pb2.GetRangeRequest(
             table_name=table_name(table),
             direction=0 if Direction(direction) is Direction.FORWARD else 1,
@@ -308,12 +336,8 @@ class TableRows:
             request.limit = limit
         _apply_read_options(request, columns, max_versions, time_range, column_filter)
         response = self._transport.call("/GetRange", request, table_pb2.GetRangeResponse, idempotent=True)
-        rows = decode_rows(response.rows) if response.rows else []
-        next_key = None
-        if response.HasField("next_start_primary_key") and response.next_start_primary_key:
-            decoded = decode_row(response.next_start_primary_key)
-            next_key = decoded.primary_key if decoded is not None else None
-        return rows, next_key
+        next_raw = response.next_start_primary_key if response.HasField("next_start_primary_key") else b""
+        return response.rows, next_raw
 
     def iter_range(
         self,
@@ -347,3 +371,11 @@ class TableRows:
             yield from rows
             if remaining is not None:
                 remaining -= len(rows)
+
+
+def _next_key(data: bytes) -> PrimaryKey | None:
+    """A GetRange answer's next start key (None: the range is exhausted)."""
+    if not data:
+        return None
+    decoded = decode_row(data)
+    return decoded.primary_key if decoded is not None else None

@@ -28,8 +28,8 @@ from airflow_tablestore.client.model import (
     TunnelStage,
     TunnelType,
 )
-from airflow_tablestore.client.records import decode_records
-from airflow_tablestore.client.tunnel.reads import FINISHED, ReadResult
+from airflow_tablestore.client.records import EncodedRecords, decode_records
+from airflow_tablestore.client.tunnel.reads import FINISHED, EncodedReadResult, ReadResult
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
 tunnel_pb2: Any = _tunnel_pb2  # generated module without stubs
@@ -218,6 +218,20 @@ class TunnelClient(BaseClient):
         )
         may_more = resp.may_more_record if resp.HasField("may_more_record") else None
         return ReadResult(decode_records(resp.records), resp.next_token, may_more, size)
+
+    def read_records_encoded(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> EncodedReadResult:
+        """:meth:`read_records` with the records left encoded (:class:`EncodedRecords`: decoded on demand, or
+        turned straight into Arrow by the Spark readers)."""
+        if token == FINISHED:
+            raise TablestoreClientError(f"channel {channel_id} is finished: there is nothing left to read")
+        req = tunnel_pb2.ReadRecordsRequest(
+            tunnel_id=tunnel_id, client_id=client_id, channel_id=channel_id, token=token
+        )
+        resp, size = self._transport.call_sized(
+            "/tunnel/readrecords", req, tunnel_pb2.ReadRecordsResponse, idempotent=True
+        )
+        may_more = resp.may_more_record if resp.HasField("may_more_record") else None
+        return EncodedReadResult(EncodedRecords.from_messages(resp.records), resp.next_token, may_more, size)
 
     def checkpoint(
         self, tunnel_id: str, client_id: str, channel_id: str, token: str, sequence_number: int

@@ -6,6 +6,7 @@ import base64
 from typing import Any, NamedTuple
 
 from airflow_tablestore.client.model import Record
+from airflow_tablestore.client.records import EncodedRecords
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
 tunnel_pb2: Any = _tunnel_pb2  # generated module without stubs
@@ -23,11 +24,20 @@ class ReadResult(NamedTuple):
     size_bytes: int
 
 
+class EncodedReadResult(NamedTuple):
+    """:class:`ReadResult` with the records kept encoded (``TunnelClient.read_records_encoded``)."""
+
+    records: EncodedRecords
+    next_token: str
+    may_more: bool | None
+    size_bytes: int
+
+
 ENOUGH_RECORDS = 500
 ENOUGH_BYTES = 900 * 1024
 
 
-def enough_data(result: ReadResult) -> bool:
+def enough_data(result: ReadResult | EncodedReadResult) -> bool:
     """The SDKs' rule: ``may_more_record`` when the server sends it, else > 500 records or > 900 KiB.
 
     A stream channel whose read was not "enough" has caught up with the log: wait before reading again."""

@@ -9,7 +9,10 @@ schema's columns, ``max_versions``, the time range and the pushed column filter 
 each page as one Arrow record batch built by the shared core (:class:`~airflow_tablestore.spark.arrow.RowsToArrow`).
 Tombstones of a replica (rows that are only a deleted-marked fence) are skipped unless
 ``show_replication_columns``. With a time range, a row is returned only if a column of the schema (any column,
-if the schema has only key columns; never the hidden fence) has a cell in the range.
+if the schema has only key columns; never the hidden fence) has a cell in the range. Where the compiled modules
+are in use and the schema has no versioned columns, a page goes from GetRange's PlainBuffer bytes straight to its
+batch (:meth:`~airflow_tablestore.spark.arrow.RowsToArrow.batch_encoded`, those two filters included); anything
+that path leaves out is decoded and converted as before.
 
 :class:`TablestorePushdownReader` adds ``pushFilters``. PySpark refuses to plan a read with a reader that
 implements it while ``spark.sql.python.filterPushdown.enabled`` is false (its default), so the data source
@@ -26,11 +29,12 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from airflow_tablestore.client.model import ColumnCondition, PrimaryKeyColumn, Row, TableSchema
+from airflow_tablestore.client.plainbuffer.decode import decode_rows
 from airflow_tablestore.spark.arrow import CELL, VERSIONS, RowsToArrow
 from airflow_tablestore.spark.datasource.options import SourceOptions
 from airflow_tablestore.spark.datasource.pushdown import KeyRange, intersect, plan_pushdown
 from airflow_tablestore.spark.datasource.schema import arrow_schema, read_fields
-from airflow_tablestore.spark.sinks.fence import is_tombstone
+from airflow_tablestore.spark.sinks.fence import TOMBSTONE_SUFFIX, is_tombstone
 
 MB = 1024 * 1024
 
@@ -144,10 +148,16 @@ class TablestoreReader(DataSourceReader):
             for start, end in ranges:
                 cursor: Any = start
                 while cursor is not None:
-                    rows, cursor = client.get_range(
+                    data, cursor = client.get_range_encoded(
                         self.options.table, cursor, end, limit=self.options.page_rows,
                         columns=self.columns_to_get, max_versions=self.max_versions,
                         time_range=self.options.time_range, column_filter=self.column_filter)
+                    batch = self.straight_batch(converter, data) if converter.takes_encoded else None
+                    if batch is not None:
+                        if batch.num_rows:
+                            yield batch
+                        continue
+                    rows = decode_rows(data) if data else []
                     if self.hide_tombstones:
                         rows = self.without_tombstones(rows)
                     if self.options.time_range is not None:
@@ -156,6 +166,14 @@ class TablestoreReader(DataSourceReader):
                         yield converter.batch(rows)
         finally:
             client.close()
+
+    def straight_batch(self, converter: RowsToArrow, data: bytes) -> pa.RecordBatch | None:
+        """A page's batch built from its bytes with the filters of :meth:`without_tombstones` and
+        :meth:`without_empty`, or None where that path does not apply."""
+        return converter.batch_encoded(
+            data, tombstone_fence=self.options.fence_column if self.hide_tombstones else None,
+            tombstone_suffix=TOMBSTONE_SUFFIX, drop_empty=self.options.time_range is not None,
+            ignored=self.hidden_fence)
 
     def without_tombstones(self, rows: list[Row]) -> list[Row]:
         """``rows`` less the tombstones of deleted rows (rows that are only a deleted-marked fence)."""

@@ -30,7 +30,10 @@ class ChannelWriter(Protocol):
     refused: int
     """Writes the sink refused because the destination already held newer state (fenced sinks)."""
 
-    def write(self, records: Sequence[Record]) -> None: ...
+    def write(self, records: Sequence[Record]) -> None:
+        """Write the next records; where the sink says ``takes_encoded``, they come as one
+        :class:`~airflow_tablestore.client.records.EncodedRecords` per answer instead."""
+        ...
 
     def close(self, end_token: str) -> int:
         """Flush everything; ``end_token`` is where the round stopped. Returns the number of records

@@ -4,7 +4,8 @@ Without a user schema a change is one row of the change-log schema the Parquet s
 (:data:`~airflow_tablestore.spark.changes.CHANGE_SCHEMA`: channel, chunk and index, action, primary key, columns
 with op and timestamp, sequence). With a user schema each column is a primary-key or attribute column of the
 table (its newest PUT value in the change; null when the change deletes it or lacks it), plus ``_action``
-(``PUT_ROW``, ``UPDATE_ROW`` or ``DELETE_ROW``) when the schema has it.
+(``PUT_ROW``, ``UPDATE_ROW`` or ``DELETE_ROW``) when the schema has it. The change log is built straight from
+the records' PlainBuffer bytes when they come encoded (:attr:`ChangeOutput.takes_encoded`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructType
 
 from airflow_tablestore.client.model import CellOp, Record, Row
+from airflow_tablestore.client.records import EncodedRecords
 from airflow_tablestore.spark.arrow import RowsToArrow
-from airflow_tablestore.spark.changes import CHANGE_SCHEMA, records_to_arrow
+from airflow_tablestore.spark.changes import CHANGE_SCHEMA, encoded_records_to_arrow, records_to_arrow
 from airflow_tablestore.spark.datasource.options import SourceOptions
 from airflow_tablestore.spark.datasource.schema import SchemaError, arrow_schema, read_fields
 
@@ -59,12 +61,21 @@ class ChangeOutput:
                            failfast=options.mode == "FAILFAST")
         return cls(arrow_schema(schema), flat, action_index)
 
-    def batches(self, records: Sequence[Record], channel_id: str, chunk: str,
+    @property
+    def takes_encoded(self) -> bool:
+        """Whether :meth:`batches` builds its batches straight from encoded records (the change-log schema)."""
+        return self.flat is None
+
+    def batches(self, records: Sequence[Record] | EncodedRecords, channel_id: str, chunk: str,
                 first_index: int) -> Iterator[pa.RecordBatch]:
         if self.flat is None:
-            table = records_to_arrow(records, channel_id, chunk, first_index)
+            table = (encoded_records_to_arrow(records, channel_id, chunk, first_index)
+                     if isinstance(records, EncodedRecords) else records_to_arrow(records, channel_id, chunk,
+                                                                                  first_index))
             yield from table.cast(self.schema).to_batches()
             return
+        if isinstance(records, EncodedRecords):
+            records = records.decode()
         # newest version first per column, as RowsToArrow expects of a row
         rows = [Row(r.primary_key, tuple(sorted((c for c in r.columns if c.op == CellOp.PUT),
                                                 key=lambda c: -(c.timestamp or 0))))
