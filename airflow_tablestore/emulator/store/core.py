@@ -57,7 +57,9 @@ class WriteTxn:
         self.changed: set[Hashable] = set()  # what this transaction changes that read caches hold (version keys)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Run any SQL inside this transaction (for the tunnel service's own tables)."""
+        """Run any SQL inside this transaction (for the tunnel service's own tables). SQL that changes ``rows``
+        or ``stream_log`` must add its version key to :attr:`changed` (see :meth:`StoreCore.version`), or the
+        read cache keeps answering from the old rows."""
         return self.conn.execute(sql, params).fetchall()
 
     def get(self, tid: int, key: bytes) -> Columns | None:

@@ -9,9 +9,11 @@ e.g. as ReadRecords entries) and the offsets.
 When a run is built and kept:
 
 * a snapshot never changes: its run is built at its first read and kept until it is dropped;
-* a table or stream changes: :class:`~.core.StoreCore` counts the committed writes to each (its *version*),
-  and a run is built only when it is read again at the version its previous read saw (two reads with no write
-  between); a run of an older version is never used. Data written and read in turn stays on SQLite.
+* a table or stream changes: :class:`~.core.StoreCore` counts the committed writes to each (its *version*).
+  Reads from SQLite report the rows they took (:meth:`ReadCache.served`); once, at one version, they reach
+  a quarter of the run's last size (at least 2 000 rows), the next read builds the run, whose cost is then
+  about that of the reads it follows. A run of an older version is never used. Data written and read in turn,
+  or read a few rows at a time between writes (the head of a stream), stays on SQLite.
 
 Runs are kept only while every row has its stored encoding; the total is capped (``max_bytes``, oldest run
 dropped first) and a table or snapshot larger than a quarter of it is never cached.
@@ -27,6 +29,9 @@ from itertools import accumulate
 from typing import Any
 
 from airflow_tablestore.emulator.store.core import StoreCore
+
+_MAX_TRACKED = 10_000  # tables and partitions whose reads are counted (the oldest are forgotten)
+_NONE_BYTES = 256  # what a "not cacheable" mark counts against the cap, so that they are dropped too
 
 Frame = Callable[[Sequence[bytes], Sequence[int]], tuple[list[bytes], list[int]]]
 """Stored bodies and their actions (stream records; empty for rows) → the parts to join and each one's
@@ -51,7 +56,9 @@ class EncodedRun:
         self.versions = versions  # the most versions any column of any row has
         self.oldest_ms = oldest_ms  # the oldest version's timestamp, None without any cell
         self.stamps = stamps  # stream records' timestamps (µs)
-        self.nbytes = len(self.blob) + 100 * len(keys)  # rough (keys, offsets, lists), for the cap
+        # for the cap: the blob, the keys (bytes or ints, each with its list slot), the offsets and stamps (ints)
+        key_bytes = sum(map(len, keys)) + 41 * len(keys) if keys and isinstance(keys[0], bytes) else 36 * len(keys)
+        self.nbytes = len(self.blob) + key_bytes + 36 * len(self.offsets) + 36 * len(stamps or ())
 
     def usable(self, ttl: int, max_versions: int, now_ms: int) -> bool:
         """Whether every row's stored encoding is what a read with these options returns (as USABLE_SQL)."""
@@ -84,28 +91,44 @@ class EncodedRun:
 
 
 class ReadCache:
-    """The runs of the store's tables and snapshots (see the module docstring for when they are built)."""
+    """The runs of the store's tables, stream partitions and snapshots (see the module docstring for when)."""
 
-    def __init__(self, core: StoreCore, max_bytes: int = 512 * 1024 * 1024) -> None:
+    def __init__(self, core: StoreCore, max_bytes: int = 512 * 1024 * 1024, min_rows: int = 2000) -> None:
         self.core = core
         self.max_bytes = max_bytes
+        self.min_rows = min_rows  # rows SQLite serves at one version before a run may be built (two pages)
         self._runs: OrderedDict[Hashable, tuple[int, EncodedRun | None]] = OrderedDict()
-        self._seen: dict[Hashable, int] = {}  # what was read → the version its last read saw
+        self._served: OrderedDict[Hashable, tuple[int, int]] = OrderedDict()  # → (version, rows read from SQLite)
+        self._sizes: dict[Hashable, int] = {}  # → rows in its last run: what a new run will cost to build
+        self._forgotten: set[int] = set()  # dropped snapshots (a read racing the drop must not keep a run)
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0  # runs handed out, cached or just built (tests check that reads which should use them do)
 
     def table(self, table_id: int, frame: Frame = unframed) -> EncodedRun | None:
-        """The table's run at its current version, built now if the previous read saw this version too; None
-        when the table is read at a new version, or is too large or holds rows without a stored encoding."""
-        return self._changing(("rows", table_id), frame, "SELECT key, rec, nv, oldest FROM rows WHERE tid=? "
-                              "ORDER BY key", (table_id,))
+        """The table's run at its current version (built now once SQLite has served enough of it at this
+        version, see :meth:`served`); None when the table is to be read from SQLite."""
+        return self._changing(("rows", table_id), (table_id,), frame, "SELECT key, rec, nv, oldest FROM rows "
+                              "WHERE tid=? ORDER BY key")
 
     def stream(self, stream_id: str, partition_id: str, frame: Frame) -> EncodedRun | None:
-        """A stream partition's retained records (keys: seqs, with ``stamps``), built and kept as a table's
-        run is (any append to the stream is a new version)."""
-        return self._changing(("stream", stream_id), frame, "SELECT seq, record, action, ts_us FROM stream_log "
-                              "WHERE partition_id=? ORDER BY seq", (partition_id,), stream=True)
+        """A stream partition's retained records (keys: seqs, with ``stamps``), as :meth:`table` (any append to
+        the stream is a new version)."""
+        return self._changing(("stream", stream_id), (partition_id,), frame, "SELECT seq, record, action, ts_us "
+                              "FROM stream_log WHERE partition_id=? ORDER BY seq", stream=True)
+
+    def served(self, version_key: tuple[str, Any], ident: Any, rows: int) -> None:
+        """Count ``rows`` a read of ``ident`` (a table id, a partition id) took from SQLite at ``version_key``'s
+        current version. A run is built once they reach a quarter of its last size (at least two pages), so a
+        build costs about what the reads it saves cost, and data read a page at a time between writes (the head
+        of a stream, a polled row) never pays for a build."""
+        key = (*version_key, ident)
+        version = self.core.version(version_key)
+        with self._lock:
+            seen, count = self._served.pop(key, (version, 0))
+            self._served[key] = (version, (count if seen == version else 0) + rows)
+            while len(self._served) > _MAX_TRACKED:
+                self._served.popitem(last=False)
 
     def snapshot(self, snapshot_id: int, frame: Frame = unframed) -> EncodedRun | None:
         """The snapshot's run (built at its first read); None when too large or not every row is encoded."""
@@ -124,28 +147,35 @@ class ReadCache:
             if max_bytes is not None:
                 self.max_bytes = max_bytes
             self._runs.clear()
-            self._seen.clear()
+            self._served.clear()
+            self._sizes.clear()
             self._bytes = 0
 
     def forget_snapshot(self, snapshot_id: int) -> None:
         """Drop the runs of a dropped snapshot."""
         with self._lock:
+            self._forgotten.add(snapshot_id)
             for key in [k for k in self._runs if k[0] == "snapshot" and k[1] == snapshot_id]:  # type: ignore[index]
                 self._drop(key)
 
     # -- internals -------------------------------------------------------------------------------------
-    def _changing(self, version_key: tuple[str, Any], frame: Frame, sql: str, params: tuple[Any, ...],
+    def _changing(self, version_key: tuple[str, Any], params: tuple[Any, ...], frame: Frame, sql: str,
                   stream: bool = False) -> EncodedRun | None:
         version = self.core.version(version_key)  # before the scan: a run is never newer than its version
         key = (*version_key, *params, frame)
         cached = self._get(key, version)
         if cached is not None:
             return cached[1]
+        tracked = (*version_key, *params)
         with self._lock:
-            seen, self._seen[key] = self._seen.get(key), version
-        if seen != version:
+            seen, rows = self._served.get(tracked, (None, 0))
+            earned = seen == version and rows >= max(self.min_rows, self._sizes.get(tracked, 0) // 4)
+        if not earned:
             return None
         run = self._build(sql, params, frame, stream)
+        with self._lock:
+            self._sizes[tracked] = len(run.keys) if run is not None else 0
+            self._served.pop(tracked, None)
         self._put(key, version, run)
         return run
 
@@ -163,17 +193,19 @@ class ReadCache:
 
     def _put(self, key: Hashable, version: int, run: EncodedRun | None) -> None:
         with self._lock:
+            if key[0] == "snapshot" and key[1] in self._forgotten:  # type: ignore[index]
+                return
             self.hits += run is not None
             if key in self._runs:
                 self._drop(key)
             self._runs[key] = (version, run)  # None too: "not cacheable at this version" is worth knowing
-            self._bytes += run.nbytes if run is not None else 0
+            self._bytes += run.nbytes if run is not None else _NONE_BYTES
             while self._bytes > self.max_bytes and self._runs:
                 self._drop(next(iter(self._runs)))
 
     def _drop(self, key: Hashable) -> None:
         _, run = self._runs.pop(key)
-        self._bytes -= run.nbytes if run is not None else 0
+        self._bytes -= run.nbytes if run is not None else _NONE_BYTES
 
     def _build(self, sql: str, params: tuple[Any, ...], frame: Frame, stream: bool) -> EncodedRun | None:
         """Scan into a run; None as soon as a row has no stored encoding or the run outgrows its cap. Rows are
@@ -195,7 +227,7 @@ class ReadCache:
                     if None in bodies or (not stream and None in third):
                         return None
                     chunk_parts, chunk_sizes = frame(bodies, third if stream else ())
-                    nbytes += sum(chunk_sizes) + 100 * len(rows)
+                    nbytes += sum(chunk_sizes) + (0 if stream else sum(map(len, chunk_keys))) + 150 * len(rows)
                     if nbytes > cap:
                         return None
                     keys += chunk_keys

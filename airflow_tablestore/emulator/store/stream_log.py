@@ -253,6 +253,12 @@ class StreamLog:
             return None
         return self.cache.stream(info.stream_id, partition_id, frame)
 
+    def served(self, table: str, partition_id: str, records: int) -> None:
+        """Count records a read took from the log (not :meth:`run`): enough of them build the partition's run."""
+        info = self.core.table_cache.get(table)
+        if info is not None and info.stream_id:
+            self.cache.served(("stream", info.stream_id), partition_id, records)
+
     def oldest_retained_us(self, table: str, partition_id: str) -> int | None:
         """Timestamp (µs) of the oldest retained record of the partition, None when it holds none."""
         self.trim(table)

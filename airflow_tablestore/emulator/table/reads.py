@@ -242,6 +242,8 @@ class RowReads:
                             returned += 1
             finally:
                 cur.close()
+        if forward and plain_versions >= 0:
+            self.store.read_cache.served(("rows", info.table_id), info.table_id, returned)
         resp.rows = bytes(out) if returned else b""
         if next_key is not None:
             resp.next_start_primary_key = encode_primary_key(

@@ -189,6 +189,7 @@ class RecordReader:
             consumed = max(consumed, ts * 1000)
         else:
             more = len(entries) > limit
+        self.store.stream.served(grant.table_name, grant.partition_id, taken)
         return _StreamPage(out, taken, last_seq, consumed, more, finished)
 
     def _partition_closed(self, table: str, pid: str) -> bool:

@@ -266,3 +266,51 @@ def test_the_clock_never_goes_backwards(emu: EmulatorProcess) -> None:
     with pytest.raises(ControlError, match="400.*time only moves forward"):
         emu.control.set_time(before / 1e6 - 3600)
     assert emu.control.state()["now_us"] > before
+
+
+def _exchange(emu: EmulatorProcess, data: bytes, count: int) -> list[bytes]:
+    host, port = emu.endpoint.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(data)
+        return _responses(sock, count)
+
+
+def _list_table(emu: EmulatorProcess, version: str = "HTTP/1.1", extra: str = "") -> bytes:
+    headers = _signed(emu, "/ListTable", b"")
+    return (f"POST /ListTable {version}\r\nHost: x\r\nContent-Length: 0\r\n{extra}"
+            + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode()
+
+
+@pytest.mark.parametrize(("request_line", "status"), [
+    ("POST /ListTable HTTP/2.0", b"505"),
+    ("POST /ListTable HTTP/\u00b2.1", b"400"),  # not ASCII digits
+    ("POST /ListTable HTTP/1." + "1" * 5000, b"400"),
+    ("POST /ListTable HTTP/11", b"400"),
+    ("POST /ListTable HTTP/1.1 extra", b"400"),
+])
+def test_a_malformed_request_line_is_answered(emu: EmulatorProcess, request_line: str, status: bytes) -> None:
+    statuses = _exchange(emu, request_line.encode("utf-8") + b"\r\nHost: x\r\n\r\n", 1)
+    assert [s.split()[1] for s in statuses] == [status]
+
+
+@pytest.mark.parametrize(("headers", "status"), [
+    ("X-A: a\r\n" * 101, b"431"),  # repeated names count as the lines they are
+    ("X-Long: " + "a" * 70000 + "\r\n", b"431"),
+    ("No colon here\r\n", b"400"),
+    ("Spaced name : v\r\n", b"400"),
+])
+def test_malformed_headers_are_answered(emu: EmulatorProcess, headers: str, status: bytes) -> None:
+    statuses = _exchange(emu, f"POST /ListTable HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode(), 1)
+    assert [s.split()[1] for s in statuses] == [status]
+
+
+def test_keep_alive_folded_and_repeated_headers(emu: EmulatorProcess) -> None:
+    # HTTP/1.0 with keep-alive keeps the connection: both requests are answered on it
+    assert [s.split()[1] for s in _exchange(emu, _list_table(emu, "HTTP/1.0", "Connection: keep-alive\r\n") * 2,
+                                            2)] == [b"200", b"200"]
+    # HTTP/1.0 without it, and Connection: close, end the connection after one answer
+    assert len(_exchange(emu, _list_table(emu, "HTTP/1.0") * 2, 2)) == 1
+    assert len(_exchange(emu, _list_table(emu, extra="Connection: close\r\n") * 2, 2)) == 1
+    # a folded header and a repeated one (the first wins) leave the signed request valid
+    assert [s.split()[1] for s in _exchange(emu, _list_table(emu, extra="X-Folded: a\r\n  b\r\nHost: y\r\n"),
+                                            1)] == [b"200"]
