@@ -100,6 +100,7 @@ class ReadCache:
         self._runs: OrderedDict[Hashable, tuple[int, EncodedRun | None]] = OrderedDict()
         self._served: OrderedDict[Hashable, tuple[int, int]] = OrderedDict()  # → (version, rows read from SQLite)
         self._sizes: dict[Hashable, int] = {}  # → rows in its last run: what a new run will cost to build
+        self._building: set[Hashable] = set()  # runs being built now
         self._forgotten: set[int] = set()  # dropped snapshots (a read racing the drop must not keep a run)
         self._bytes = 0
         self._lock = threading.Lock()
@@ -136,9 +137,14 @@ class ReadCache:
         cached = self._get(key, 0)
         if cached is not None:
             return cached[1]
-        run = self._build("SELECT key, rec, nv, oldest FROM snap_rows WHERE sid=? ORDER BY key", (snapshot_id,),
-                          frame, False)
-        self._put(key, 0, run)
+        if not self._claim(key):
+            return None
+        try:
+            run = self._build("SELECT key, rec, nv, oldest FROM snap_rows WHERE sid=? ORDER BY key",
+                              (snapshot_id,), frame, False)
+            self._put(key, 0, run)
+        finally:
+            self._release(key)
         return run
 
     def clear(self, max_bytes: int | None = None) -> None:
@@ -170,14 +176,30 @@ class ReadCache:
         with self._lock:
             seen, rows = self._served.get(tracked, (None, 0))
             earned = seen == version and rows >= max(self.min_rows, self._sizes.get(tracked, 0) // 4)
-        if not earned:
+        if not earned or not self._claim(key):
             return None
-        run = self._build(sql, params, frame, stream)
-        with self._lock:
-            self._sizes[tracked] = len(run.keys) if run is not None else 0
-            self._served.pop(tracked, None)
-        self._put(key, version, run)
+        try:
+            run = self._build(sql, params, frame, stream)
+            with self._lock:
+                self._sizes[tracked] = len(run.keys) if run is not None else 0
+                self._served.pop(tracked, None)
+            self._put(key, version, run)
+        finally:
+            self._release(key)
         return run
+
+    def _claim(self, key: Hashable) -> bool:
+        """Whether this thread builds ``key``'s run: one build at a time per run (the tunnel's channels, read in
+        parallel, all start on the same snapshot); the others read SQLite meanwhile."""
+        with self._lock:
+            if key in self._building:
+                return False
+            self._building.add(key)
+            return True
+
+    def _release(self, key: Hashable) -> None:
+        with self._lock:
+            self._building.discard(key)
 
     def _get(self, key: Hashable, version: int) -> tuple[int, EncodedRun | None] | None:
         with self._lock:

@@ -97,6 +97,10 @@ class SnapshotStore:
             params.append(after)
         return sql, params
 
+    def ids(self) -> list[int]:
+        """Every stored snapshot's id."""
+        return [row[0] for row in self.core.query("SELECT sid FROM snapshots")]
+
     def info(self, snapshot_id: int) -> SnapshotInfo | None:
         rows = self.core.query("SELECT sid, stream_seq, ts_us FROM snapshots WHERE sid=?", (snapshot_id,))
         return SnapshotInfo(*rows[0]) if rows else None

@@ -10,6 +10,7 @@ part takes the lock.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 
 from airflow_tablestore.emulator.clock import Clock
@@ -33,6 +34,7 @@ class SharedState:
         self.lock = threading.RLock()
         self.repo = TunnelRepository(store.db)
         self.tunnels, self.clients = self.repo.load()
+        self.drop_orphan_snapshots()
         now = clock.now_us()
         # After a restart, every remembered client gets a full timeout from now before it is reaped.
         for client in self.clients.values():
@@ -66,9 +68,23 @@ class SharedState:
         return info is None or info.stream_id != tunnel.stream_id
 
     def drop_snapshot(self, tunnel: TunnelState) -> None:
-        """Drop the tunnel's base-data snapshot, if any."""
+        """Drop the tunnel's base-data snapshot, if any, in the background: deleting its rows takes about a
+        second per million and must not hold up the call that ended the base phase (nothing reads the snapshot
+        any more; one a crash left behind is dropped at the next start, :meth:`drop_orphan_snapshots`)."""
         if tunnel.snapshot_id is not None:
-            try:
-                self.store.snapshots.drop(tunnel.snapshot_id)
-            except EmulatorError:
-                log.warning("could not drop snapshot %s", tunnel.snapshot_id)
+            threading.Thread(target=self._drop, args=(tunnel.snapshot_id,), name="drop-snapshot",
+                             daemon=True).start()
+
+    def drop_orphan_snapshots(self) -> None:
+        """Drop the snapshots no tunnel refers to (left by a crash during a background drop)."""
+        used = {t.snapshot_id for t in self.tunnels.values() if t.snapshot_id is not None}
+        for snapshot_id in set(self.store.snapshots.ids()) - used:
+            threading.Thread(target=self._drop, args=(snapshot_id,), name="drop-snapshot", daemon=True).start()
+
+    def _drop(self, snapshot_id: int) -> None:
+        try:
+            self.store.snapshots.drop(snapshot_id)
+        except RuntimeError:  # the store closed first (shutdown): the next start drops it
+            log.debug("snapshot %s not dropped: the store is closed", snapshot_id)
+        except (EmulatorError, sqlite3.Error):
+            log.warning("could not drop snapshot %s", snapshot_id, exc_info=True)
