@@ -26,6 +26,8 @@ from airflow_tablestore.emulator.store.read_cache import EncodedRun, Frame, Read
 
 log = logging.getLogger(__name__)
 
+_DROP_CHUNK = 20_000  # snapshot rows deleted per transaction
+
 
 class SnapshotStore:
     """Create, size, read and drop table snapshots, over the store's shared :class:`StoreCore`."""
@@ -143,8 +145,15 @@ class SnapshotStore:
         return run
 
     def drop(self, snapshot_id: int) -> None:
+        """Delete the snapshot, its rows a chunk per transaction (writers wait for one chunk at most)."""
         self._schemas.pop(snapshot_id, None)
-        with self.core.write() as txn:
-            txn.execute("DELETE FROM snap_rows WHERE sid=?", (snapshot_id,))
-            txn.execute("DELETE FROM snapshots WHERE sid=?", (snapshot_id,))
         self.cache.forget_snapshot(snapshot_id)
+        while True:
+            with self.core.write() as txn:
+                gone = txn.conn.execute(
+                    "DELETE FROM snap_rows WHERE sid=? AND key IN (SELECT key FROM snap_rows WHERE sid=? LIMIT ?)",
+                    (snapshot_id, snapshot_id, _DROP_CHUNK)).rowcount
+            if gone < _DROP_CHUNK:
+                break
+        with self.core.write() as txn:
+            txn.execute("DELETE FROM snapshots WHERE sid=?", (snapshot_id,))

@@ -141,7 +141,7 @@ class TunnelLifecycle:
             for cid in [c.client_id for c in state.clients.values() if c.tunnel_id == tunnel.tunnel_id]:
                 state.clients.pop(cid)
             state.repo.delete_tunnel(tunnel.tunnel_id)
-            state.drop_snapshot(tunnel)
+            state.drop_snapshot(tunnel.snapshot_id)
             log.info("tunnel %s deleted", tunnel.tunnel_name)
 
     def describe(self, table: str, name: str) -> tuple[TunnelState, list[ChannelView], int]:

@@ -113,10 +113,9 @@ class ChannelScheduling:
         if tunnel.tunnel_type == BASE_AND_STREAM:
             tunnel.stage = STAGE_STREAM
             log.info("tunnel %s: base data done, stream phase starts", tunnel.tunnel_name)
-        if tunnel.snapshot_id is not None:
-            self.state.drop_snapshot(tunnel)
-            tunnel.snapshot_id = None
+        snapshot_id, tunnel.snapshot_id = tunnel.snapshot_id, None
         self.state.repo.save(tunnels=[tunnel])
+        self.state.drop_snapshot(snapshot_id)  # once no stored tunnel refers to it
 
     def sync_partitions(self, tunnel: TunnelState) -> list[ChannelState]:
         """Create channels for stream partitions this tunnel has not seen yet (e.g. split children)."""

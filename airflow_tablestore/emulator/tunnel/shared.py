@@ -67,19 +67,18 @@ class SharedState:
         info = self.store.tables.get(tunnel.table_name)
         return info is None or info.stream_id != tunnel.stream_id
 
-    def drop_snapshot(self, tunnel: TunnelState) -> None:
-        """Drop the tunnel's base-data snapshot, if any, in the background: deleting its rows takes about a
-        second per million and must not hold up the call that ended the base phase (nothing reads the snapshot
-        any more; one a crash left behind is dropped at the next start, :meth:`drop_orphan_snapshots`)."""
-        if tunnel.snapshot_id is not None:
-            threading.Thread(target=self._drop, args=(tunnel.snapshot_id,), name="drop-snapshot",
-                             daemon=True).start()
+    def drop_snapshot(self, snapshot_id: int | None) -> None:
+        """Drop a base-data snapshot no tunnel refers to any more (None: none), in the background: deleting its
+        rows takes about a second per million and must not hold up the call that ended the base phase (one a
+        crash left behind is dropped at the next start, :meth:`drop_orphan_snapshots`)."""
+        if snapshot_id is not None:
+            threading.Thread(target=self._drop, args=(snapshot_id,), name="drop-snapshot", daemon=True).start()
 
     def drop_orphan_snapshots(self) -> None:
         """Drop the snapshots no tunnel refers to (left by a crash during a background drop)."""
         used = {t.snapshot_id for t in self.tunnels.values() if t.snapshot_id is not None}
         for snapshot_id in set(self.store.snapshots.ids()) - used:
-            threading.Thread(target=self._drop, args=(snapshot_id,), name="drop-snapshot", daemon=True).start()
+            self.drop_snapshot(snapshot_id)
 
     def _drop(self, snapshot_id: int) -> None:
         try:
