@@ -46,7 +46,12 @@ def _put(api: TableApi, pk: int, value: Any) -> None:
 def _get_range(api: TableApi, start: Any, end: Any, **extra: Any) -> bytes:
     req = pb.GetRangeRequest(table_name="t", direction=0, inclusive_start_primary_key=encode_primary_key(
         [("pk", start)]), exclusive_end_primary_key=encode_primary_key([("pk", end)]), **extra)
-    return bytes(api.routes()["/GetRange"](req.SerializeToString()).SerializeToString())
+    return _serialized(api.routes()["/GetRange"](req.SerializeToString()))
+
+
+def _serialized(answer: Any) -> bytes:
+    """A handler's answer as bytes: the message serialized, or the bytes it assembled itself."""
+    return answer if isinstance(answer, bytes) else bytes(answer.SerializeToString())
 
 
 REQUESTS: list[tuple[Any, Any, dict[str, Any]]] = [
@@ -66,14 +71,16 @@ def _pages(api: TableApi) -> list[bytes]:
     """Every request above, paged to its end (each page's bytes, next key included)."""
     out = []
     for start, end, extra in REQUESTS:
-        answer = pb.GetRangeResponse.FromString(_get_range(api, start, end, **extra))
-        out.append(answer.SerializeToString())
+        page = _get_range(api, start, end, **extra)
+        out.append(page)
+        answer = pb.GetRangeResponse.FromString(page)
         while answer.next_start_primary_key:
             req = pb.GetRangeRequest(table_name="t", direction=0,
                                      inclusive_start_primary_key=answer.next_start_primary_key,
                                      exclusive_end_primary_key=encode_primary_key([("pk", end)]), **extra)
-            answer = api.routes()["/GetRange"](req.SerializeToString())
-            out.append(answer.SerializeToString())
+            page = _serialized(api.routes()["/GetRange"](req.SerializeToString()))
+            out.append(page)
+            answer = pb.GetRangeResponse.FromString(page)
     return out
 
 

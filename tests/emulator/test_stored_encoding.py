@@ -36,6 +36,11 @@ def _call(api: TableApi, path: str, req: Any) -> Any:
     return api.routes()[path](req.SerializeToString())
 
 
+def _answer(resp: Any) -> Any:
+    """A GetRange handler's answer as a message (from the read cache it comes serialized)."""
+    return pb.GetRangeResponse.FromString(resp) if isinstance(resp, bytes) else resp
+
+
 def _put(api: TableApi, pk: int, cells: list[tuple[str, Any, int | None]], *, update: bool = False) -> None:
     row = encode_row([("pk", pk), ("s", f"k{pk}")], [(n, v, None, ts) for n, v, ts in cells])
     req: Any = (pb.UpdateRowRequest(table_name="t", row_change=row) if update
@@ -55,7 +60,7 @@ def _ranges(api: TableApi) -> list[bytes]:
             req = pb.GetRangeRequest(table_name="t", direction=direction,
                                      inclusive_start_primary_key=encode_primary_key(start),
                                      exclusive_end_primary_key=encode_primary_key(end), **extra)
-            resp = _call(api, "/GetRange", req)
+            resp = _answer(_call(api, "/GetRange", req))
             answers.append(resp.rows + b"|" + resp.next_start_primary_key)
     return answers
 

@@ -85,9 +85,9 @@ class EncodedRun:
             return None
         return n
 
-    def slice(self, i: int, j: int) -> bytes:
-        """The framed rows ``[i, j)``, back to back."""
-        return self.blob[self.offsets[i]:self.offsets[j]]
+    def view(self, i: int, j: int) -> memoryview:
+        """The framed rows ``[i, j)``, back to back (a view of the run's blob, not a copy)."""
+        return memoryview(self.blob)[self.offsets[i]:self.offsets[j]]
 
 
 class ReadCache:

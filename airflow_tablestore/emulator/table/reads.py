@@ -36,9 +36,11 @@ from airflow_tablestore.emulator.store.model import (
 )
 from airflow_tablestore.emulator.table.checks import ReadSpec, check_pk, decode_one, read_spec
 from airflow_tablestore.emulator.table.filters import Pagination, evaluate, paginate
+from airflow_tablestore.emulator.wire import field_tag, length_delimited
 from airflow_tablestore.protocol import ots_table_pb2 as _pb
 
 pb: Any = _pb  # generated module without type stubs
+_ROWS = field_tag(pb.GetRangeResponse, "rows")
 
 
 def shape(info: TableInfo, pk: list[tuple[str, Any]], raw: Columns, spec: ReadSpec,
@@ -156,7 +158,7 @@ class RowReads:
                     set_consumed(r.consumed, cu(len(r.row)), 0)
         return resp
 
-    def get_range(self, body: bytes) -> Message:
+    def get_range(self, body: bytes) -> Message | bytes:
         req = parse(pb.GetRangeRequest, body)
         info = table_or_error(self.store, req.table_name)
         start = decode_one(req.inclusive_start_primary_key)
@@ -190,13 +192,15 @@ class RowReads:
                 i, stop = run.bounds(skey, ekey)
                 n = run.taken(i, stop, min(limit, budget), MAX_RANGE_BYTES - len(HEADER))
                 if n is not None:  # the page from memory: what the SQLite loop below gives, sliced
-                    page = run.slice(i, i + n)
-                    resp.rows = HEADER + page if n else b""
-                    if i + n < stop:
-                        resp.next_start_primary_key = encode_primary_key(
-                            list(zip(names, decode_key(run.keys[i + n], types), strict=True)))
+                    page = run.view(i, i + n)
                     set_consumed(resp.consumed, cu(len(HEADER) + len(page)), 0)
-                    return resp
+                    tail = b""
+                    if i + n < stop:
+                        resume = encode_primary_key(list(zip(names, decode_key(run.keys[i + n], types), strict=True)))
+                        tail = pb.GetRangeResponse(next_start_primary_key=resume).SerializePartialToString()
+                    # consumed, rows, next start: the canonical field order, the page's bytes copied once
+                    field = length_delimited(_ROWS, HEADER, page) if n else length_delimited(_ROWS)
+                    return b"".join([resp.SerializePartialToString(), *field, tail])
         usable = usable_params(ttl, plain_versions, now_ms)
         cols = f"key, CASE WHEN {USABLE_SQL} THEN rec END, CASE WHEN {USABLE_SQL} THEN NULL ELSE data END"
         if forward:

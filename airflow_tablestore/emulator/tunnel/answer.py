@@ -4,7 +4,7 @@ A 1 000-record answer built with the generated module costs a message object per
 ``records`` entry is a prefix that depends only on the record's action and length (field tags and lengths,
 plus the PlainBuffer header for a stored row body) followed by the record's stored bytes, and the prefixes
 are looked up with ``map``, not built in a Python loop. The field numbers come from the generated descriptors
-(the one wire definition), and the result is byte for byte what ``SerializeToString`` gives for the same
+(the one wire definition, :mod:`..wire`), and the result is byte for byte what ``SerializeToString`` gives for the same
 response (tests/emulator/tunnel/test_record_entries.py).
 """
 
@@ -15,29 +15,15 @@ from itertools import chain
 from typing import Any
 
 from airflow_tablestore.emulator.codec.format import HEADER
+from airflow_tablestore.emulator.wire import field_tag, varint
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
 tunnel_pb2: Any = _tunnel_pb2  # generated module without stubs
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _tag(message: Any, field: str) -> bytes:
-    desc = message.DESCRIPTOR.fields_by_name[field]
-    wire_type = 0 if desc.type in (desc.TYPE_ENUM, desc.TYPE_BOOL, desc.TYPE_INT64) else 2
-    return _varint(desc.number << 3 | wire_type)
-
-
-_RECORDS = _tag(tunnel_pb2.ReadRecordsResponse, "records")
-_ACTION = _tag(tunnel_pb2.Record, "action_type")
-_RECORD = _tag(tunnel_pb2.Record, "record")
+_RECORDS = field_tag(tunnel_pb2.ReadRecordsResponse, "records")
+_ACTION = field_tag(tunnel_pb2.Record, "action_type")
+_RECORD = field_tag(tunnel_pb2.Record, "record")
 _MAX_SIZES = 65536  # prefixes kept: sizes repeat, but a table of varied rows must not grow the table forever
 
 
@@ -51,8 +37,8 @@ class _Prefixes(dict[int, bytes]):
 
     def __missing__(self, key: int) -> bytes:
         action, length = key >> 32, (key & 0xFFFFFFFF) + len(self.extra)
-        inner = _ACTION + _varint(action) + _RECORD + _varint(length)
-        prefix = _RECORDS + _varint(len(inner) + length) + inner + self.extra
+        inner = _ACTION + varint(action) + _RECORD + varint(length)
+        prefix = _RECORDS + varint(len(inner) + length) + inner + self.extra
         if len(self) < _MAX_SIZES:
             self[key] = prefix
         return prefix
@@ -85,7 +71,7 @@ class RecordEntries:
     """The records of one ReadRecords answer, then :meth:`response` for its serialized bytes."""
 
     def __init__(self) -> None:
-        self.parts: list[bytes] = []
+        self.parts: list[bytes | memoryview] = []
         self.nbytes = 0  # the records' PlainBuffer bytes (the 4 MB answer limit counts these)
 
     def add(self, action: int, record: bytes, *, headed: bool = True) -> None:
@@ -108,7 +94,7 @@ class RecordEntries:
         self.parts += chain.from_iterable(zip(map(_PREFIXES[True].__getitem__, keys), records, strict=True))
         self.nbytes += sum(sizes)
 
-    def add_entries(self, entries: bytes) -> None:
+    def add_entries(self, entries: bytes | memoryview) -> None:
         """Append records already framed as entries (the answer's last records: ``nbytes`` is not kept)."""
         self.parts.append(entries)
 

@@ -72,7 +72,7 @@ class RecordReader:
             taken = run.taken(i, stop, limit, MAX_READ_BYTES)
             if taken is not None:
                 entries = RecordEntries()
-                entries.add_entries(run.slice(i, i + taken))
+                entries.add_entries(run.view(i, i + taken))
                 return self._base_answer(grant, pos, tag, entries, taken,
                                          run.keys[i + taken - 1] if taken else pos.after_key, i + taken < stop)
         keys, bodies = self.store.snapshots.read(grant.snapshot_id, grant.range_start, grant.range_end,
@@ -149,7 +149,7 @@ class RecordReader:
         newest = max(stamps)
         if min(stamps) < pos.min_ts_us or (grant.end_ns and newest * 1000 >= grant.end_ns):
             return None
-        out.add_entries(run.slice(i, i + n))
+        out.add_entries(run.view(i, i + n))
         return _StreamPage(out, n, run.keys[i + n - 1], max(pos.consumed_ns, newest * 1000), stop - i > self.limit,
                            False)
 
