@@ -280,6 +280,38 @@ static int int_or_null(acol *c, PyObject *value) {
         } \
     } while (0)
 
+/* The change-log builders' answer for status st: (n, pk offsets, column offsets, *leaf buffers) when A_OK, None
+   for A_FALLBACK, NULL with the exception set for A_ERROR; the builders' buffers are freed either way. */
+static PyObject *change_log_result(int st, Py_ssize_t n, abuf *pk_offsets, abuf *col_offsets, acol *cols,
+                                   int inited) {
+    PyObject *out = NULL;
+    if (st == A_OK) {
+        out = PyTuple_New(CL_COUNT + 3);
+        if (out != NULL) {
+            PyTuple_SET_ITEM(out, 0, PyLong_FromSsize_t(n));
+            PyTuple_SET_ITEM(out, 1, PyBytes_FromStringAndSize(pk_offsets->p, pk_offsets->len));
+            PyTuple_SET_ITEM(out, 2, PyBytes_FromStringAndSize(col_offsets->p, col_offsets->len));
+            for (int k = 0; k < CL_COUNT; k++) {
+                PyTuple_SET_ITEM(out, 3 + k, acol_finish(&cols[k]));
+            }
+            for (int k = 0; k < CL_COUNT + 3; k++) {
+                if (PyTuple_GET_ITEM(out, k) == NULL) {
+                    Py_CLEAR(out);
+                    break;
+                }
+            }
+        }
+    } else if (st == A_FALLBACK) {
+        out = Py_NewRef(Py_None);
+    }
+    for (int k = 0; k < inited; k++) {
+        acol_free(&cols[k]);
+    }
+    PyMem_Free(pk_offsets->p);
+    PyMem_Free(col_offsets->p);
+    return out;
+}
+
 static PyObject *py_change_log_arrays(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *records, *action_names, *op_names;
@@ -383,31 +415,7 @@ static PyObject *py_change_log_arrays(PyObject *module, PyObject *args) {
         }
     }
 done:;
-    PyObject *out = NULL;
-    if (st == A_OK) {
-        out = PyTuple_New(CL_COUNT + 3);
-        if (out != NULL) {
-            PyTuple_SET_ITEM(out, 0, PyLong_FromSsize_t(n));
-            PyTuple_SET_ITEM(out, 1, PyBytes_FromStringAndSize(pk_offsets.p, pk_offsets.len));
-            PyTuple_SET_ITEM(out, 2, PyBytes_FromStringAndSize(col_offsets.p, col_offsets.len));
-            for (int k = 0; k < CL_COUNT; k++) {
-                PyTuple_SET_ITEM(out, 3 + k, acol_finish(&cols[k]));
-            }
-            for (int k = 0; k < CL_COUNT + 3; k++) {
-                if (PyTuple_GET_ITEM(out, k) == NULL) {
-                    Py_CLEAR(out);
-                    break;
-                }
-            }
-        }
-    } else if (st == A_FALLBACK) {
-        out = Py_NewRef(Py_None);
-    }
-    for (int k = 0; k < inited; k++) {
-        acol_free(&cols[k]);
-    }
-    PyMem_Free(pk_offsets.p);
-    PyMem_Free(col_offsets.p);
+    PyObject *out = change_log_result(st, n, &pk_offsets, &col_offsets, cols, inited);
     Py_DECREF(seq);
     return out;
 }
@@ -844,31 +852,7 @@ static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
         }
     }
 done:;
-    PyObject *out = NULL;
-    if (st == A_OK) {
-        out = PyTuple_New(CL_COUNT + 3);
-        if (out != NULL) {
-            PyTuple_SET_ITEM(out, 0, PyLong_FromSsize_t(n));
-            PyTuple_SET_ITEM(out, 1, PyBytes_FromStringAndSize(pk_offsets.p, pk_offsets.len));
-            PyTuple_SET_ITEM(out, 2, PyBytes_FromStringAndSize(col_offsets.p, col_offsets.len));
-            for (int k = 0; k < CL_COUNT; k++) {
-                PyTuple_SET_ITEM(out, 3 + k, acol_finish(&cols[k]));
-            }
-            for (int k = 0; k < CL_COUNT + 3; k++) {
-                if (PyTuple_GET_ITEM(out, k) == NULL) {
-                    Py_CLEAR(out);
-                    break;
-                }
-            }
-        }
-    } else if (st == A_FALLBACK) {
-        out = Py_NewRef(Py_None);
-    }
-    for (int k = 0; k < inited; k++) {
-        acol_free(&cols[k]);
-    }
-    PyMem_Free(pk_offsets.p);
-    PyMem_Free(col_offsets.p);
+    PyObject *out = change_log_result(st, n, &pk_offsets, &col_offsets, cols, inited);
     PyBuffer_Release(&act);
     Py_DECREF(seq);
     return out;

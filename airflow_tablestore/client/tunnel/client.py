@@ -208,20 +208,17 @@ class TunnelClient(BaseClient):
 
     def read_records(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> ReadResult:
         """Read the records after ``token``. Never call it with :data:`FINISHED`."""
-        if token == FINISHED:
-            raise TablestoreClientError(f"channel {channel_id} is finished: there is nothing left to read")
-        req = tunnel_pb2.ReadRecordsRequest(
-            tunnel_id=tunnel_id, client_id=client_id, channel_id=channel_id, token=token
-        )
-        resp, size = self._transport.call_sized(
-            "/tunnel/readrecords", req, tunnel_pb2.ReadRecordsResponse, idempotent=True
-        )
-        may_more = resp.may_more_record if resp.HasField("may_more_record") else None
+        resp, may_more, size = self._read(tunnel_id, client_id, channel_id, token)
         return ReadResult(decode_records(resp.records), resp.next_token, may_more, size)
 
     def read_records_encoded(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> EncodedReadResult:
         """:meth:`read_records` with the records left encoded (:class:`EncodedRecords`: decoded on demand, or
         turned straight into Arrow by the Spark readers)."""
+        resp, may_more, size = self._read(tunnel_id, client_id, channel_id, token)
+        return EncodedReadResult(EncodedRecords.from_messages(resp.records), resp.next_token, may_more, size)
+
+    def _read(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> tuple[Any, bool | None, int]:
+        """One ReadRecords call: the answer, its ``may_more_record`` (None when absent) and its size in bytes."""
         if token == FINISHED:
             raise TablestoreClientError(f"channel {channel_id} is finished: there is nothing left to read")
         req = tunnel_pb2.ReadRecordsRequest(
@@ -230,8 +227,7 @@ class TunnelClient(BaseClient):
         resp, size = self._transport.call_sized(
             "/tunnel/readrecords", req, tunnel_pb2.ReadRecordsResponse, idempotent=True
         )
-        may_more = resp.may_more_record if resp.HasField("may_more_record") else None
-        return EncodedReadResult(EncodedRecords.from_messages(resp.records), resp.next_token, may_more, size)
+        return resp, resp.may_more_record if resp.HasField("may_more_record") else None, size
 
     def checkpoint(
         self, tunnel_id: str, client_id: str, channel_id: str, token: str, sequence_number: int
