@@ -473,6 +473,27 @@ static int flat_value(acol *c, int kind, PyObject *value) {
     return A_FALLBACK;
 }
 
+/* Parse the flat plan's (source, kind, key index) specs and set up one column builder per spec. Returns -1 with
+   an exception set (a bad spec, or no memory); the columns set up so far are freed by the caller. */
+static int flat_specs(PyObject *specs, Py_ssize_t width, int *source, int *kind, Py_ssize_t *key_index, acol *cols,
+                      const char *who) {
+    static const int kinds[] = {AK_I64, AK_F64, AK_BOOL, AK_STR, AK_STR};
+    for (Py_ssize_t i = 0; i < width; i++) {
+        PyObject *spec = PyTuple_GET_ITEM(specs, i);
+        if (!PyArg_ParseTuple(spec, "iin", &source[i], &kind[i], &key_index[i])) {
+            return -1;
+        }
+        if (kind[i] < FK_INTEGER || kind[i] > FK_BINARY || source[i] < 0 || source[i] > 2) {
+            PyErr_Format(PyExc_ValueError, "%s: bad spec %R", who, spec);
+            return -1;
+        }
+        if (acol_init(&cols[i], kinds[kind[i]]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *py_flat_arrays(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *rows, *specs, *cells;
@@ -492,22 +513,9 @@ static PyObject *py_flat_arrays(PyObject *module, PyObject *args) {
         st = A_ERROR;
         goto done;
     }
-    for (Py_ssize_t i = 0; i < width; i++) {
-        PyObject *spec = PyTuple_GET_ITEM(specs, i);
-        if (!PyArg_ParseTuple(spec, "iin", &source[i], &kind[i], &key_index[i])) {
-            st = A_ERROR;
-            goto done;
-        }
-        if (kind[i] < FK_INTEGER || kind[i] > FK_BINARY || source[i] < 0 || source[i] > 2) {
-            PyErr_Format(PyExc_ValueError, "flat_arrays: bad spec %R", spec);
-            st = A_ERROR;
-            goto done;
-        }
-        static const int kinds[] = {AK_I64, AK_F64, AK_BOOL, AK_STR, AK_STR};
-        if (acol_init(&cols[i], kinds[kind[i]]) < 0) {
-            st = A_ERROR;
-            goto done;
-        }
+    if (flat_specs(specs, width, source, kind, key_index, cols, "flat_arrays") < 0) {
+        st = A_ERROR;
+        goto done;
     }
     seq = PySequence_Fast(rows, "rows must be a sequence");
     if (seq == NULL) {
@@ -1089,22 +1097,11 @@ static PyObject *py_flat_from_rows(PyObject *module, PyObject *args) {
         st = A_ERROR;
         goto done;
     }
+    if (flat_specs(specs, width, source, kind, key_index, cols, "flat_from_rows") < 0) {
+        st = A_ERROR;
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < width; i++) {
-        PyObject *spec = PyTuple_GET_ITEM(specs, i);
-        if (!PyArg_ParseTuple(spec, "iin", &source[i], &kind[i], &key_index[i])) {
-            st = A_ERROR;
-            goto done;
-        }
-        if (kind[i] < FK_INTEGER || kind[i] > FK_BINARY || source[i] < 0 || source[i] > 2) {
-            PyErr_Format(PyExc_ValueError, "flat_from_rows: bad spec %R", spec);
-            st = A_ERROR;
-            goto done;
-        }
-        static const int kinds[] = {AK_I64, AK_F64, AK_BOOL, AK_STR, AK_STR};
-        if (acol_init(&cols[i], kinds[kind[i]]) < 0) {
-            st = A_ERROR;
-            goto done;
-        }
         held[i].vt = VT_ABSENT;
     }
     PyObject *key, *position;
