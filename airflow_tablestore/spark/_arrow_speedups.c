@@ -280,6 +280,29 @@ static int int_or_null(acol *c, PyObject *value) {
         } \
     } while (0)
 
+/* Set up the change log's column builders (``*inited`` counts those set up, for the caller to free) and the two
+   list-offset buffers with their leading 0. Returns -1 with the exception set. */
+static int change_log_init(acol *cols, int *inited, abuf *pk_offsets, abuf *col_offsets) {
+    int32_t zero = 0;
+    for (; *inited < CL_COUNT; (*inited)++) {
+        int k = *inited, kind = AK_STR;
+        if (k >= CL_PK + 1 && k < CL_COL) {
+            kind = TV_KINDS[k - CL_PK - 1];
+        } else if (k == CL_COL + 2 || k >= CL_SEQ) {
+            kind = AK_I64;
+        } else if (k >= CL_COL + 3 && k < CL_SEQ) {
+            kind = TV_KINDS[k - CL_COL - 3];
+        }
+        if (acol_init(&cols[k], kind) < 0) {
+            return -1;
+        }
+    }
+    if (abuf_put(pk_offsets, &zero, 4) < 0 || abuf_put(col_offsets, &zero, 4) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
 /* The change-log builders' answer for status st: (n, pk offsets, column offsets, *leaf buffers) when A_OK, None
    for A_FALLBACK, NULL with the exception set for A_ERROR; the builders' buffers are freed either way. */
 static PyObject *change_log_result(int st, Py_ssize_t n, abuf *pk_offsets, abuf *col_offsets, acol *cols,
@@ -327,24 +350,9 @@ static PyObject *py_change_log_arrays(PyObject *module, PyObject *args) {
     abuf pk_offsets = {0}, col_offsets = {0};
     int st = A_OK;
     int inited = 0;
-    int32_t zero = 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
-    for (; inited < CL_COUNT; inited++) {
-        int kind = AK_STR;
-        if (inited >= CL_PK + 1 && inited < CL_COL) {
-            kind = TV_KINDS[inited - CL_PK - 1];
-        } else if (inited == CL_COL + 2 || inited >= CL_SEQ) {
-            kind = AK_I64;
-        } else if (inited >= CL_COL + 3 && inited < CL_SEQ) {
-            kind = TV_KINDS[inited - CL_COL - 3];
-        }
-        if (acol_init(&cols[inited], kind) < 0) {
-            st = A_ERROR;
-            goto done;
-        }
-    }
-    if (abuf_put(&pk_offsets, &zero, 4) < 0 || abuf_put(&col_offsets, &zero, 4) < 0) {
+    if (change_log_init(cols, &inited, &pk_offsets, &col_offsets) < 0) {
         st = A_ERROR;
         goto done;
     }
@@ -789,7 +797,6 @@ static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
     abuf pk_offsets = {0}, col_offsets = {0};
     int st = A_OK;
     int inited = 0;
-    int32_t zero = 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
     const unsigned char *action_bytes = act.buf;
@@ -798,21 +805,7 @@ static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
         st = A_ERROR;
         goto done;
     }
-    for (; inited < CL_COUNT; inited++) {
-        int kind = AK_STR;
-        if (inited >= CL_PK + 1 && inited < CL_COL) {
-            kind = TV_KINDS[inited - CL_PK - 1];
-        } else if (inited == CL_COL + 2 || inited >= CL_SEQ) {
-            kind = AK_I64;
-        } else if (inited >= CL_COL + 3 && inited < CL_SEQ) {
-            kind = TV_KINDS[inited - CL_COL - 3];
-        }
-        if (acol_init(&cols[inited], kind) < 0) {
-            st = A_ERROR;
-            goto done;
-        }
-    }
-    if (abuf_put(&pk_offsets, &zero, 4) < 0 || abuf_put(&col_offsets, &zero, 4) < 0) {
+    if (change_log_init(cols, &inited, &pk_offsets, &col_offsets) < 0) {
         st = A_ERROR;
         goto done;
     }
