@@ -24,7 +24,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_tablestore.client.errors import PlainBufferError
-from airflow_tablestore.client.model import ActionType, CellOp, Column, ColumnType, Record, Row, SequenceInfo
+from airflow_tablestore.client.model import ActionType, CellOp, Column, Record, Row, SequenceInfo
 from airflow_tablestore.client.plainbuffer.decode import decode_rows
 from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
 from airflow_tablestore.client.records import EncodedRecords
@@ -37,7 +37,7 @@ from airflow_tablestore.spark.changes import (
 )
 from airflow_tablestore.spark.sinks.fence import TOMBSTONE_SUFFIX, is_tombstone
 from airflow_tablestore.spark.sinks.parquet import _ParquetWriter
-from spark.test_changes_compiled import SAMPLES, flat_case, random_record
+from spark.test_changes_compiled import SAMPLES, attribute_columns, flat_case, random_record
 
 
 def _decoder_tests() -> ModuleType:
@@ -307,9 +307,7 @@ def _flat_rows(rng: random.Random, n: int, cells: list[tuple[str, Any]], keys: l
         elif shape < 0.25:
             pass  # no attribute column at all
         else:
-            for name, kind in cells + [("other", ColumnType.STRING)]:
-                for _ in range(rng.choice([0, 1, 1, 3])):  # the encoder writes no NULL cell (handmade() has them)
-                    columns.append(Column(name, SAMPLES[kind](rng), TS - r))
+            columns = attribute_columns(rng, r, cells, nulls=False)  # the encoder writes no NULL (handmade() has them)
             if rng.random() < 0.3:
                 columns.append(Column("_tunnel_seq", f"{r}{TOMBSTONE_SUFFIX}", TS))
         rows.append(Row(pk, tuple(sorted(columns, key=lambda c: c.name))))

@@ -257,15 +257,24 @@ def flat_case(rng: random.Random, corrupt: bool) -> tuple[RowsToArrow, RowsToArr
     return (RowsToArrow(fields, schema, failfast=False), RowsToArrow(fields, schema, failfast=True), cells, keys)
 
 
+def attribute_columns(rng: random.Random, r: int, cells: list[tuple[str, ColumnType]], *,
+                      nulls: bool = True) -> list[Column]:
+    """Row ``r``'s attribute cells: each column missing, or one or several versions (newest first); with ``nulls``,
+    a tenth of the versions are NULL (then the next one counts; the encoder writes none, so straight-from-bytes
+    tests leave them out)."""
+    columns = []
+    for name, kind in cells + [("other", ColumnType.STRING)]:
+        for _ in range(rng.choice([0, 1, 1, 3])):
+            value = None if nulls and rng.random() < 0.1 else SAMPLES[kind](rng)
+            columns.append(Column(name, value, TS - r))
+    return columns
+
+
 def flat_rows(rng: random.Random, n: int, cells: list[tuple[str, ColumnType]], keys: list[ColumnType]) -> list[Row]:
     rows = []
     for r in range(n):
         pk = tuple((f"pk{i}", SAMPLES[kind](rng)) for i, kind in enumerate(keys))
-        columns = []
-        for name, kind in cells + [("other", ColumnType.STRING)]:
-            for _ in range(rng.choice([0, 1, 1, 3])):  # missing, one or several versions (newest first)
-                value = None if rng.random() < 0.1 else SAMPLES[kind](rng)  # a NULL version: the next one counts
-                columns.append(Column(name, value, TS - r))
+        columns = attribute_columns(rng, r, cells)
         rows.append(Row(pk, tuple(sorted(columns, key=lambda c: c.name))))
     return rows
 
