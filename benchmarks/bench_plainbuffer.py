@@ -22,6 +22,8 @@ encoded bytes) before any number is printed; the SDK's C parser must decode to t
 change log and a GetRange page of ``rows`` rows to a flat batch, straight from the bytes in C
 (``encoded_records_to_arrow`` / ``RowsToArrow.batch_encoded``) against decoding to objects and building from
 them (the compiled decoder and builders, the path before), plus the pure-Python path; the tables must be equal.
+The same for a page whose attribute columns are versioned (``list<struct<timestamp, value>>``, 3 versions each)
+and for the records as the streaming source's user-schema batch (``ChangeOutput.batches``).
 """
 
 from __future__ import annotations
@@ -207,17 +209,24 @@ def _spec(rows: Sequence[Row]) -> list[Any]:
 
 
 def arrow_straight(count: int, repeat: int) -> int:
-    """Bytes -> Arrow: straight from the bytes vs decode-then-build, same run; prints the times and ratios."""
+    """Bytes -> Arrow: straight from the bytes vs decode-then-build, same run; prints the times and ratios.
+
+    The change log starts from a ReadRecords answer's bytes (split in C vs parsed by protobuf and decoded), the
+    flat batch from a GetRange page's rows bytes; then the same page with every attribute column versioned (3
+    versions each) and the answer's records as the streaming source's user-schema batch (key, newest PUT values,
+    the action)."""
     import pyarrow as pa
 
     from airflow_tablestore.client.model import ColumnType
-    from airflow_tablestore.client.records import EncodedRecords
-    from airflow_tablestore.spark.arrow import CELL, KEY, OutputField, RowsToArrow
+    from airflow_tablestore.client.records import EncodedRecords, decode_records, split_read_records
+    from airflow_tablestore.protocol import ots_tunnel_pb2
+    from airflow_tablestore.spark.arrow import CELL, KEY, VERSIONS, OutputField, RowsToArrow
     from airflow_tablestore.spark.changes import (
         encoded_records_to_arrow_compiled,
         records_to_arrow_compiled,
         records_to_arrow_python,
     )
+    from airflow_tablestore.spark.stream.output import ChangeOutput
 
     if IMPLEMENTATION != "c":
         print("the compiled modules are not in use: nothing to compare", file=sys.stderr)
@@ -225,7 +234,11 @@ def arrow_straight(count: int, repeat: int) -> int:
     rows = make_rows(count)
     with_seq = [Row(r.primary_key, r.columns, False, SequenceInfo(0, (BASE_TS + i) * 1000, i))
                 for i, r in enumerate(rows)]
-    records = EncodedRecords([encode_row(r) for r in with_seq], bytes([1]) * count)
+    records = EncodedRecords.from_bodies([encode_row(r) for r in with_seq], [1] * count)
+    answer_message: Any = ots_tunnel_pb2.ReadRecordsResponse(next_token="t")  # type: ignore[attr-defined]
+    for body in records.bodies:
+        answer_message.records.add(action_type=1, record=body)
+    answer = answer_message.SerializeToString()  # what ReadRecords answers: split in C, or parsed by protobuf
     getrange = encode_rows(rows)
     kinds = {"amount": ColumnType.INTEGER, "city": ColumnType.STRING, "comment": ColumnType.STRING,
              "count": ColumnType.INTEGER, "deleted": ColumnType.BOOLEAN, "digest": ColumnType.BINARY,
@@ -237,35 +250,79 @@ def arrow_straight(count: int, repeat: int) -> int:
     fields += [OutputField(name, CELL, kind) for name, kind in kinds.items()]
     converter = RowsToArrow(fields, pa.schema([pa.field(f.name, arrow_of[f.type]) for f in fields if f.type]),
                             failfast=True)
+    # every attribute column as list<struct<timestamp, value>> (newest first), 3 versions a column
+    versioned_page = encode_rows([Row(r.primary_key, tuple(Column(c.name, c.value, (c.timestamp or 0) - k)
+                                                            for c in r.columns for k in range(3))) for r in rows])
+    versioned = RowsToArrow(
+        [*fields[:2], *(OutputField(name, VERSIONS, kind) for name, kind in kinds.items())],
+        pa.schema([pa.field("id", pa.int64()), pa.field("tenant", pa.string()),
+                   *(pa.field(name, pa.list_(pa.field("element", pa.struct([
+                       pa.field("timestamp", pa.int64(), False), pa.field("value", arrow_of[kind])]), False)))
+                     for name, kind in kinds.items())]), failfast=True)
+    # the streaming source's user schema: the key, each column's newest PUT value, the action last
+    stream = ChangeOutput(pa.schema([*converter.schema, pa.field("_action", pa.string())]), converter, len(fields))
 
-    def fresh() -> EncodedRecords:  # nothing decoded yet
-        return EncodedRecords(records.bodies, records.actions)
+    def fresh() -> EncodedRecords:  # nothing decoded yet: the answer split (TunnelClient.read_records_encoded)
+        split = split_read_records(answer)
+        assert split is not None
+        return split[0]
 
-    def log_objects() -> pa.Table:
-        return records_to_arrow_compiled(fresh().decode(), "ch", "chunk")
+    def log_objects() -> pa.Table:  # TunnelClient.read_records, then the compiled builder of record objects
+        parsed = ots_tunnel_pb2.ReadRecordsResponse.FromString(answer)  # type: ignore[attr-defined]
+        return records_to_arrow_compiled(decode_records(parsed.records), "ch", "chunk")
 
     def log_python() -> pa.Table:
         return records_to_arrow_python(_python_records(records), "ch", "chunk")
+
+    def stream_objects() -> list[pa.RecordBatch]:  # TunnelClient.read_records, then the records' rows (before)
+        parsed = ots_tunnel_pb2.ReadRecordsResponse.FromString(answer)  # type: ignore[attr-defined]
+        return list(stream.batches(decode_records(parsed.records), "ch", "chunk", 0))
 
     timings = {
         "log straight": _best(lambda: encoded_records_to_arrow_compiled(fresh(), "ch", "chunk"), repeat),
         "log objects": _best(log_objects, repeat),
         "log python": _best(log_python, max(1, repeat // 2)),
         "scan": _best(lambda: fresh().scan(BASE_TS * 1000 * 2), repeat),
+        "split c": _best(fresh, repeat),
+        "split protobuf": _best(lambda: EncodedRecords.from_messages(
+            ots_tunnel_pb2.ReadRecordsResponse.FromString(answer).records), repeat),  # type: ignore[attr-defined]
         "flat straight": _best(lambda: converter.batch_encoded(getrange), repeat),
         "flat objects": _best(lambda: converter.batch(decode_rows(getrange)), repeat),
         "flat python": _best(lambda: converter.batch_python(decode_rows_python(getrange)), max(1, repeat // 2)),
+        "versions straight": _best(lambda: versioned.batch_encoded(versioned_page), repeat),
+        "versions objects": _best(lambda: versioned.batch(decode_rows(versioned_page)), repeat),
+        "versions before": _best(lambda: versioned.batch_python(decode_rows(versioned_page)), repeat),
+        "versions python": _best(lambda: versioned.batch_python(decode_rows_python(versioned_page)),
+                                 max(1, repeat // 2)),
+        "stream straight": _best(lambda: list(stream.batches(fresh(), "ch", "chunk", 0)), repeat),
+        "stream objects": _best(stream_objects, repeat),
     }
     assert timings["log straight"][1].equals(timings["log objects"][1]), "change logs differ"
     assert timings["log straight"][1].equals(timings["log python"][1]), "change logs differ (Python)"
     assert timings["flat straight"][1].equals(timings["flat objects"][1]), "flat batches differ"
     assert timings["flat straight"][1].equals(timings["flat python"][1]), "flat batches differ (Python)"
+    for other in ("objects", "before", "python"):
+        assert timings["versions straight"][1].equals(timings[f"versions {other}"][1]), f"versions differ ({other})"
+    straight_batches, object_batches = timings["stream straight"][1], timings["stream objects"][1]
+    assert len(straight_batches) == len(object_batches) and all(
+        a.equals(b) for a, b in zip(straight_batches, object_batches, strict=True)), "stream batches differ"
     print(f"{count:,} records / rows (2 key + 10 attribute columns), best of {repeat}, CPU seconds:")
     for what in ("log", "flat"):
         straight, objects, python = (timings[f"{what} {k}"][0] for k in ("straight", "objects", "python"))
         print(f"  {'change log' if what == 'log' else 'flat batch'}: straight {straight:.4f} s, decode-then-build "
               f"{objects:.4f} s ({objects / straight:.2f}x), pure Python {python:.4f} s ({python / straight:.2f}x)")
     print(f"  scan of the sequence timestamps (SpanRead's cut, every record checked): {timings['scan'][0]:.4f} s")
+    split, parsed = timings["split c"][0], timings["split protobuf"][0]
+    print(f"  the answer into record bodies: in C {split:.4f} s, protobuf and one bytes per record {parsed:.4f} s "
+          f"({parsed / split:.2f}x)")
+    straight, objects, before, python = (timings[f"versions {k}"][0] for k in ("straight", "objects", "before",
+                                                                                 "python"))
+    print(f"  versioned flat batch (3 versions a column): straight {straight:.4f} s, decode-then-build {objects:.4f} s "
+          f"({objects / straight:.2f}x), decode then the Python builder (before) {before:.4f} s "
+          f"({before / straight:.2f}x), pure Python {python:.4f} s ({python / straight:.2f}x)")
+    straight, objects = timings["stream straight"][0], timings["stream objects"][0]
+    print(f"  streaming user schema (answer -> batch): straight {straight:.4f} s, decode-then-build {objects:.4f} s "
+          f"({objects / straight:.2f}x)")
     return 0
 
 

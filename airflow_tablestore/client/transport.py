@@ -159,6 +159,10 @@ class Transport:
     ) -> tuple[M, RawResponse]:
         body = request.SerializeToString() if request is not None else b""
         raw = self.call_raw(path, body, idempotent=idempotent)
+        return self.parse(path, raw, response_cls), raw
+
+    def parse(self, path: str, raw: RawResponse, response_cls: type[M]) -> M:
+        """``raw``'s body as a ``response_cls`` (a :class:`TablestoreClientError` naming ``path`` if it is not)."""
         message = response_cls()
         try:
             # MergeFromString: lenient about missing proto2 `required` fields.
@@ -168,7 +172,7 @@ class Transport:
                 f"{path}: cannot decode the {response_cls.__name__} in the response ({exc})",
                 code=UNEXPECTED_RESPONSE, http_status=raw.status, request_id=raw.request_id,
             ) from exc
-        return message, raw
+        return message
 
     def call_raw(self, path: str, body: bytes, *, idempotent: bool) -> RawResponse:
         """Send raw ``body`` bytes to ``path`` with retries; return the verified 2xx answer."""

@@ -428,16 +428,17 @@ done:;
     return out;
 }
 
-#undef TRY
 #undef TYPE_NAME
 
-/* flat_arrays(rows, specs, cells): the columns of spark/arrow.py's RowsToArrow for a schema of key and
-   newest-version cell columns, filled in C from decoded Row tuples. `specs` holds one (source, kind, key index)
-   per output column (source 0 key, 1 cell, 2 left to the caller; kind 0 INTEGER, 1 DOUBLE, 2 BOOLEAN, 3 STRING,
-   4 BINARY), `cells` maps a cell column's name to its output position. Returns None when a value does not have
-   its column's exact type (or a key is missing): RowsToArrow's Python path then reports or nulls it. */
+/* flat_arrays(rows, specs, cells): the columns of spark/arrow.py's RowsToArrow, filled in C from decoded Row
+   tuples. `specs` holds one (source, kind, key index) per output column: source 0 key, 1 cell (the newest
+   non-null version), 2 left to the caller (the corrupt-record column), 3 versions (every version in the row's
+   order, newest first: list<struct<timestamp, value>>); kind 0 INTEGER, 1 DOUBLE, 2 BOOLEAN, 3 STRING, 4 BINARY.
+   `cells` maps each cell and versions column's name to its output position. Returns None when a value does not
+   have its column's exact type (or a key is missing): RowsToArrow's Python path then reports or nulls it. */
 
 enum { FK_INTEGER, FK_DOUBLE, FK_BOOLEAN, FK_STRING, FK_BINARY };
+enum { FS_KEY, FS_CELL, FS_CORRUPT, FS_VERSIONS };
 
 static int flat_value(acol *c, int kind, PyObject *value) {
     if (value == Py_None) {
@@ -481,25 +482,164 @@ static int flat_value(acol *c, int kind, PyObject *value) {
     return A_FALLBACK;
 }
 
-/* Parse the flat plan's (source, kind, key index) specs and set up one column builder per spec. Returns -1 with
-   an exception set (a bad spec, or no memory); the columns set up so far are freed by the caller. */
-static int flat_specs(PyObject *specs, Py_ssize_t width, int *source, int *kind, Py_ssize_t *key_index, acol *cols,
-                      const char *who) {
+/* Where a column builder stood: a row that is left out after its cells were appended is rewound to it. */
+typedef struct {
+    Py_ssize_t n, nulls, valid, values, data;
+} acol_mark;
+
+static inline acol_mark acol_here(const acol *c) {
+    acol_mark m = {c->n, c->nulls, c->valid.len, c->values.len, c->data.len};
+    return m;
+}
+
+static inline void acol_rewind(acol *c, const acol_mark *m) {
+    c->n = m->n;
+    c->nulls = m->nulls;
+    c->valid.len = m->valid;
+    c->values.len = m->values;
+    c->data.len = m->data;
+}
+
+/* One slot of a list column (an AK_STR builder's validity and int32 offsets, no data): its items end at child
+   `end`. */
+static int acol_list_end(acol *c, int valid, Py_ssize_t end) {
+    if (end > INT32_MAX) {
+        return A_FALLBACK; /* more items than int32 offsets hold: the Python path */
+    }
+    unsigned char v = valid ? 1 : 0;
+    int32_t e = (int32_t)end;
+    if (abuf_put(&c->valid, &v, 1) < 0 || abuf_put(&c->values, &e, 4) < 0) {
+        return A_ERROR;
+    }
+    c->n += 1;
+    c->nulls += !valid;
+    return A_OK;
+}
+
+/* The flat plan of one call: per output column its source, kind, key index and builder (a versions column's
+   builder is its list: validity and offsets), plus a versions column's struct leaves and per-row state. */
+typedef struct {
+    Py_ssize_t width;
+    int *source, *kind;
+    Py_ssize_t *key_index;
+    acol *cols;
+    acol *stamps, *values;  /* versions: the struct's timestamp and value leaves */
+    unsigned char *seen;    /* versions: the current row has a cell of the column */
+    acol_mark *marks;       /* versions: where its two leaves stood when the current row began */
+} flat_plan;
+
+static void flat_plan_free(flat_plan *fp) {
+    for (Py_ssize_t i = 0; fp->cols != NULL && i < fp->width; i++) {
+        acol_free(&fp->cols[i]);
+        acol_free(&fp->stamps[i]);
+        acol_free(&fp->values[i]);
+    }
+    PyMem_Free(fp->source);
+    PyMem_Free(fp->kind);
+    PyMem_Free(fp->key_index);
+    PyMem_Free(fp->cols);
+    PyMem_Free(fp->stamps);
+    PyMem_Free(fp->values);
+    PyMem_Free(fp->seen);
+    PyMem_Free(fp->marks);
+    memset(fp, 0, sizeof(*fp));
+}
+
+/* Parse the (source, kind, key index) specs and set up the builders. Returns -1 with an exception set (a bad
+   spec, or no memory); flat_plan_free frees the plan either way. */
+static int flat_plan_init(flat_plan *fp, PyObject *specs, const char *who) {
     static const int kinds[] = {AK_I64, AK_F64, AK_BOOL, AK_STR, AK_STR};
+    Py_ssize_t width = PyTuple_GET_SIZE(specs);
+    size_t slots = (size_t)width + 1;
+    memset(fp, 0, sizeof(*fp));
+    fp->source = PyMem_Calloc(slots, sizeof(int));
+    fp->kind = PyMem_Calloc(slots, sizeof(int));
+    fp->key_index = PyMem_Calloc(slots, sizeof(Py_ssize_t));
+    fp->cols = PyMem_Calloc(slots, sizeof(acol));
+    fp->stamps = PyMem_Calloc(slots, sizeof(acol));
+    fp->values = PyMem_Calloc(slots, sizeof(acol));
+    fp->seen = PyMem_Calloc(slots, 1);
+    fp->marks = PyMem_Calloc(2 * slots, sizeof(acol_mark));
+    if (fp->source == NULL || fp->kind == NULL || fp->key_index == NULL || fp->cols == NULL || fp->stamps == NULL ||
+        fp->values == NULL || fp->seen == NULL || fp->marks == NULL) {
+        PyMem_Free(fp->cols); /* so that flat_plan_free does not walk half-allocated builders */
+        fp->cols = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    fp->width = width;
     for (Py_ssize_t i = 0; i < width; i++) {
         PyObject *spec = PyTuple_GET_ITEM(specs, i);
-        if (!PyArg_ParseTuple(spec, "iin", &source[i], &kind[i], &key_index[i])) {
+        int *source = &fp->source[i], *kind = &fp->kind[i];
+        if (!PyArg_ParseTuple(spec, "iin", source, kind, &fp->key_index[i])) {
             return -1;
         }
-        if (kind[i] < FK_INTEGER || kind[i] > FK_BINARY || source[i] < 0 || source[i] > 2) {
+        if (*kind < FK_INTEGER || *kind > FK_BINARY || *source < FS_KEY || *source > FS_VERSIONS) {
             PyErr_Format(PyExc_ValueError, "%s: bad spec %R", who, spec);
             return -1;
         }
-        if (acol_init(&cols[i], kinds[kind[i]]) < 0) {
+        if (*source != FS_VERSIONS) {
+            if (acol_init(&fp->cols[i], kinds[*kind]) < 0) {
+                return -1;
+            }
+            continue;
+        }
+        if (acol_init(&fp->cols[i], AK_STR) < 0 || acol_init(&fp->stamps[i], AK_I64) < 0 ||
+            acol_init(&fp->values[i], kinds[*kind]) < 0) {
             return -1;
         }
+        fp->marks[2 * i] = acol_here(&fp->stamps[i]);
+        fp->marks[2 * i + 1] = acol_here(&fp->values[i]);
     }
     return 0;
+}
+
+/* A versions column at the end of a row: its list slot (null when the row has no cell of it, as RowsToArrow
+   gives), and where its leaves stand is the next row's start. */
+static int flat_versions_end(flat_plan *fp, Py_ssize_t i) {
+    int st = acol_list_end(&fp->cols[i], fp->seen[i], fp->stamps[i].n);
+    fp->seen[i] = 0;
+    fp->marks[2 * i] = acol_here(&fp->stamps[i]);
+    fp->marks[2 * i + 1] = acol_here(&fp->values[i]);
+    return st;
+}
+
+/* A versions column's cells of a row that is left out: dropped. */
+static void flat_versions_drop(flat_plan *fp, Py_ssize_t i) {
+    acol_rewind(&fp->stamps[i], &fp->marks[2 * i]);
+    acol_rewind(&fp->values[i], &fp->marks[2 * i + 1]);
+    fp->seen[i] = 0;
+}
+
+/* The plan's leaves, one per output column: None for the corrupt-record column, acol_finish's tuple, or for a
+   versions column (list, timestamps, values) of those. NULL with an exception set. */
+static PyObject *flat_plan_leaves(flat_plan *fp) {
+    PyObject *leaves = PyList_New(fp->width);
+    if (leaves == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < fp->width; i++) {
+        PyObject *item;
+        if (fp->source[i] == FS_CORRUPT) {
+            item = Py_NewRef(Py_None);
+        } else if (fp->source[i] == FS_VERSIONS) {
+            PyObject *list = acol_finish(&fp->cols[i]);
+            PyObject *stamps = list != NULL ? acol_finish(&fp->stamps[i]) : NULL;
+            PyObject *values = stamps != NULL ? acol_finish(&fp->values[i]) : NULL;
+            item = values != NULL ? PyTuple_Pack(3, list, stamps, values) : NULL;
+            Py_XDECREF(list);
+            Py_XDECREF(stamps);
+            Py_XDECREF(values);
+        } else {
+            item = acol_finish(&fp->cols[i]);
+        }
+        if (item == NULL) {
+            Py_DECREF(leaves);
+            return NULL;
+        }
+        PyList_SET_ITEM(leaves, i, item);
+    }
+    return leaves;
 }
 
 static PyObject *py_flat_arrays(PyObject *module, PyObject *args) {
@@ -508,20 +648,18 @@ static PyObject *py_flat_arrays(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO!O!:flat_arrays", &rows, &PyTuple_Type, &specs, &PyDict_Type, &cells)) {
         return NULL;
     }
-    Py_ssize_t width = PyTuple_GET_SIZE(specs);
-    int *source = PyMem_Calloc((size_t)width + 1, sizeof(int));
-    int *kind = PyMem_Calloc((size_t)width + 1, sizeof(int));
-    Py_ssize_t *key_index = PyMem_Calloc((size_t)width + 1, sizeof(Py_ssize_t));
-    PyObject **held = PyMem_Calloc((size_t)width + 1, sizeof(PyObject *)); /* borrowed: this row's values */
-    acol *cols = PyMem_Calloc((size_t)width + 1, sizeof(acol));
+    flat_plan fp;
+    PyObject **held = NULL; /* borrowed: this row's newest non-null value per cell column */
     PyObject *seq = NULL, *out = NULL;
     int st = A_OK;
-    if (source == NULL || kind == NULL || key_index == NULL || held == NULL || cols == NULL) {
-        PyErr_NoMemory();
+    if (flat_plan_init(&fp, specs, "flat_arrays") < 0) {
         st = A_ERROR;
         goto done;
     }
-    if (flat_specs(specs, width, source, kind, key_index, cols, "flat_arrays") < 0) {
+    Py_ssize_t width = fp.width;
+    held = PyMem_Calloc((size_t)width + 1, sizeof(PyObject *));
+    if (held == NULL) {
+        PyErr_NoMemory();
         st = A_ERROR;
         goto done;
     }
@@ -563,7 +701,7 @@ static PyObject *py_flat_arrays(PyObject *module, PyObject *args) {
                 continue;
             }
             Py_ssize_t i = PyLong_AsSsize_t(position);
-            if (i < 0 || i >= width || source[i] != 1) {
+            if (i < 0 || i >= width || (fp.source[i] != FS_CELL && fp.source[i] != FS_VERSIONS)) {
                 if (PyErr_Occurred()) {
                     PyErr_Clear();
                 }
@@ -571,60 +709,47 @@ static PyObject *py_flat_arrays(PyObject *module, PyObject *args) {
                 goto done;
             }
             PyObject *value = PyTuple_GET_ITEM(column, 1);
-            if (held[i] == NULL && value != Py_None) { /* RowsToArrow: the first non-null version */
+            if (fp.source[i] == FS_VERSIONS) {
+                if (PyTuple_GET_SIZE(column) < 3) {
+                    st = A_FALLBACK;
+                    goto done;
+                }
+                fp.seen[i] = 1;
+                TRY(int_or_null(&fp.stamps[i], PyTuple_GET_ITEM(column, 2)));
+                TRY(flat_value(&fp.values[i], fp.kind[i], value));
+            } else if (held[i] == NULL && value != Py_None) { /* RowsToArrow: the first non-null version */
                 held[i] = value;
             }
         }
         for (Py_ssize_t i = 0; i < width; i++) {
-            if (source[i] == 0) {
-                if (key_index[i] < 0 || key_index[i] >= PyTuple_GET_SIZE(pk)) {
+            if (fp.source[i] == FS_KEY) {
+                if (fp.key_index[i] < 0 || fp.key_index[i] >= PyTuple_GET_SIZE(pk)) {
                     st = A_FALLBACK;
                     goto done;
                 }
-                PyObject *item = PyTuple_GET_ITEM(pk, key_index[i]);
+                PyObject *item = PyTuple_GET_ITEM(pk, fp.key_index[i]);
                 if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 || PyTuple_GET_ITEM(item, 1) == Py_None) {
                     st = A_FALLBACK;
                     goto done;
                 }
-                st = flat_value(&cols[i], kind[i], PyTuple_GET_ITEM(item, 1));
-            } else if (source[i] == 1) {
-                st = flat_value(&cols[i], kind[i], held[i] != NULL ? held[i] : Py_None);
-            } else {
-                continue;
-            }
-            if (st != A_OK) {
-                goto done;
+                TRY(flat_value(&fp.cols[i], fp.kind[i], PyTuple_GET_ITEM(item, 1)));
+            } else if (fp.source[i] == FS_CELL) {
+                TRY(flat_value(&fp.cols[i], fp.kind[i], held[i] != NULL ? held[i] : Py_None));
+            } else if (fp.source[i] == FS_VERSIONS) {
+                TRY(flat_versions_end(&fp, i));
             }
         }
     }
-    out = PyList_New(width);
+    out = flat_plan_leaves(&fp);
     if (out == NULL) {
         st = A_ERROR;
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < width; i++) {
-        PyObject *item = source[i] == 2 ? Py_NewRef(Py_None) : acol_finish(&cols[i]);
-        if (item == NULL) {
-            Py_CLEAR(out);
-            st = A_ERROR;
-            goto done;
-        }
-        PyList_SET_ITEM(out, i, item);
     }
 done:
     if (st == A_FALLBACK) {
         out = Py_NewRef(Py_None);
     }
-    if (cols != NULL) {
-        for (Py_ssize_t i = 0; i < width; i++) {
-            acol_free(&cols[i]);
-        }
-    }
-    PyMem_Free(source);
-    PyMem_Free(kind);
-    PyMem_Free(key_index);
+    flat_plan_free(&fp);
     PyMem_Free(held);
-    PyMem_Free(cols);
     Py_XDECREF(seq);
     return st == A_ERROR ? NULL : out;
 }
@@ -776,32 +901,88 @@ static const pb_visitor LOG_VISITOR = {log_name, log_value, log_cell, log_row};
 
 static const char *const ACTION_NAMES[4] = {NULL, "PUT_ROW", "UPDATE_ROW", "DELETE_ROW"};
 
-/* change_log_from_bodies(bodies, actions): change_log_arrays' answer, from the tunnel records' PlainBuffer
-   bodies and action types, or None (see above). */
+/* A record body's check without output (an origin record): decode_record would decode it. */
+typedef struct {
+    pb_value value;
+    Py_ssize_t rows;
+} check_visitor;
+
+static int check_name_cb(void *ctx, const unsigned char *p, Py_ssize_t len, Py_ssize_t at, unsigned int *crc) {
+    (void)ctx;
+    (void)at;
+    return take_name(p, len, crc);
+}
+
+static int check_value_cb(void *ctx, int vt, const unsigned char *p, Py_ssize_t len, Py_ssize_t row_start) {
+    (void)row_start;
+    return take_value(&((check_visitor *)ctx)->value, vt, p, len);
+}
+
+static int check_row_cb(void *ctx, int deleted, const pb_sequence *seq) {
+    (void)deleted;
+    (void)seq;
+    return ++((check_visitor *)ctx)->rows > 1 ? V_FALLBACK : 0;
+}
+
+static const pb_visitor CHECK_VISITOR = {check_name_cb, check_value_cb, pb_ignore_cell, check_row_cb};
+
+/* An origin record's body (len 0: none): A_OK when decode_record would decode it, else A_FALLBACK (it raises on
+   the object path), or A_ERROR. The change log and the flat batch keep nothing of it. */
+static int origin_checked(const unsigned char *body, Py_ssize_t len) {
+    if (len == 0) {
+        return A_OK;
+    }
+    if (len < 4 || memcmp(body, PB_HEADER, 4) != 0) {
+        return A_FALLBACK;
+    }
+    check_visitor cv = {{0, NULL, 0}, 0};
+    pb_error err;
+    int rc = pb_parse(body, len, 4, &CHECK_VISITOR, &cv, &err);
+    if (rc != PB_OK) {
+        return rc == V_ERROR ? A_ERROR : A_FALLBACK;
+    }
+    return cv.rows == 1 ? A_OK : A_FALLBACK;
+}
+
+
+/* change_log_from_bodies(data, spans, actions, origin_spans=None): change_log_arrays' answer, from the tunnel
+   records' PlainBuffer bodies (data[start:end] for each int64 (start, end) pair of `spans`) and action types, or
+   None (see above). Origin records (origin_spans into data; an empty span: none) are only checked. */
 static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *bodies, *actions;
-    if (!PyArg_ParseTuple(args, "OO:change_log_from_bodies", &bodies, &actions)) {
+    PyObject *data_obj, *spans_obj, *actions, *origins_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "OOO|O:change_log_from_bodies", &data_obj, &spans_obj, &actions, &origins_obj)) {
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(bodies, "bodies must be a sequence");
-    if (seq == NULL) {
+    Py_buffer data, spans, act, origins;
+    int with_origins = origins_obj != Py_None;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
-    Py_buffer act;
+    if (PyObject_GetBuffer(spans_obj, &spans, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
     if (PyObject_GetBuffer(actions, &act, PyBUF_SIMPLE) < 0) {
-        Py_DECREF(seq);
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&spans);
+        return NULL;
+    }
+    if (with_origins && PyObject_GetBuffer(origins_obj, &origins, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&spans);
+        PyBuffer_Release(&act);
         return NULL;
     }
     acol cols[CL_COUNT];
     abuf pk_offsets = {0}, col_offsets = {0};
     int st = A_OK;
     int inited = 0;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Py_ssize_t n = spans.len / 16;
     const unsigned char *action_bytes = act.buf;
-    if (act.len != n) {
-        PyErr_Format(PyExc_ValueError, "change_log_from_bodies: %zd bodies but %zd action types", n, act.len);
+    if (spans.len % 16 != 0 || act.len != n || (with_origins && origins.len != spans.len)) {
+        PyErr_Format(PyExc_ValueError, "change_log_from_bodies: %zd bytes of spans but %zd action types%s",
+                     spans.len, act.len, with_origins && origins.len != spans.len ? " (or origin spans)" : "");
         st = A_ERROR;
         goto done;
     }
@@ -813,14 +994,14 @@ static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
     memset(&lv, 0, sizeof(lv));
     lv.cols = cols;
     for (Py_ssize_t r = 0; r < n; r++) {
-        PyObject *body = items[r];
         unsigned char action = action_bytes[r];
-        if (!PyBytes_CheckExact(body) || action < 1 || action > 3) {
+        Py_ssize_t lo, hi;
+        if (action < 1 || action > 3 || !pb_span(spans.buf, r, data.len, &lo, &hi)) {
             st = A_FALLBACK;
             goto done;
         }
-        const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(body);
-        Py_ssize_t len = PyBytes_GET_SIZE(body);
+        const unsigned char *d = (const unsigned char *)data.buf + lo;
+        Py_ssize_t len = hi - lo;
         if (len < 4 || memcmp(d, PB_HEADER, 4) != 0) {
             st = A_FALLBACK;
             goto done;
@@ -835,6 +1016,14 @@ static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
         if (rc != PB_OK || lv.rows != 1) {
             st = rc == V_ERROR ? A_ERROR : A_FALLBACK;
             goto done;
+        }
+        if (with_origins) { /* not in the change log, but checked as decoding checks it */
+            st = pb_span(origins.buf, r, data.len, &lo, &hi) ? origin_checked((const unsigned char *)data.buf + lo,
+                                                                             hi - lo)
+                                                             : A_FALLBACK;
+            if (st != A_OK) {
+                goto done;
+            }
         }
         if (cols[CL_PK].n > INT32_MAX || cols[CL_COL].n > INT32_MAX) {
             st = A_FALLBACK;
@@ -855,11 +1044,15 @@ static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
 done:;
     PyObject *out = change_log_result(st, n, &pk_offsets, &col_offsets, cols, inited);
     PyBuffer_Release(&act);
-    Py_DECREF(seq);
+    PyBuffer_Release(&spans);
+    PyBuffer_Release(&data);
+    if (with_origins) {
+        PyBuffer_Release(&origins);
+    }
     return out;
 }
 
-/* -- flat columns from a GetRange rows blob */
+/* -- flat columns from a GetRange rows blob, or from tunnel records */
 
 typedef struct {
     const char *p;
@@ -868,13 +1061,11 @@ typedef struct {
 } flat_name;
 
 typedef struct {
-    Py_ssize_t width;
-    const int *source, *kind;
-    const Py_ssize_t *key_index;
-    acol *cols;
-    flat_name *names; /* the cell columns' names, open addressing by name_hash */
+    flat_plan *plan;
+    flat_name *names; /* the cell and versions columns' names, open addressing by flat_hash */
     Py_ssize_t slots;
-    pb_value *held;   /* per output column: this row's first non-null version (vt -1: none yet) */
+    pb_value *held;   /* per cell column: this row's value (vt VT_ABSENT: none yet) */
+    int64_t *held_ts; /* records: the held value's timestamp (none counts as 0) */
     pb_value *pk;     /* this row's key values */
     Py_ssize_t pk_len, pk_cap;
     const unsigned char *name;
@@ -892,7 +1083,10 @@ typedef struct {
     int has_fence;
     int64_t fence_ts;
     pb_value fence_value;
+    int row_misfit; /* a version that does not fit its column: fall back, unless the row is left out */
     Py_ssize_t kept;
+    struct pending_version *pending; /* records: this row's PUT versions of versions columns, sorted at its end */
+    Py_ssize_t pending_len, pending_cap;
 } flat_visitor;
 
 static inline uint64_t flat_hash(const unsigned char *p, Py_ssize_t len) {
@@ -919,6 +1113,55 @@ static Py_ssize_t flat_lookup(const flat_visitor *fv, const unsigned char *p, Py
     }
 }
 
+/* The visitor's name table and per-row state for `cells` (name -> output position of a cell or versions
+   column). A_OK, A_FALLBACK (a key that is not a str, a position that is not such a column) or A_ERROR. */
+static int flat_visitor_init(flat_visitor *fv, flat_plan *fp, PyObject *cells) {
+    Py_ssize_t slots = 8;
+    while (slots < 2 * PyDict_GET_SIZE(cells) + 2) {
+        slots *= 2;
+    }
+    fv->plan = fp;
+    fv->names = PyMem_Calloc((size_t)slots, sizeof(flat_name));
+    fv->held = PyMem_Calloc((size_t)fp->width + 1, sizeof(pb_value));
+    fv->held_ts = PyMem_Calloc((size_t)fp->width + 1, sizeof(int64_t));
+    if (fv->names == NULL || fv->held == NULL || fv->held_ts == NULL) {
+        PyErr_NoMemory();
+        return A_ERROR;
+    }
+    fv->slots = slots;
+    for (Py_ssize_t i = 0; i < fp->width; i++) {
+        fv->held[i].vt = VT_ABSENT;
+    }
+    PyObject *key, *position;
+    Py_ssize_t at = 0;
+    while (PyDict_Next(cells, &at, &key, &position)) {
+        Py_ssize_t len;
+        const char *p = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &len) : NULL;
+        Py_ssize_t i = PyLong_Check(position) ? PyLong_AsSsize_t(position) : -1;
+        if (p == NULL || i < 0 || i >= fp->width || (fp->source[i] != FS_CELL && fp->source[i] != FS_VERSIONS)) {
+            PyErr_Clear();
+            return A_FALLBACK;
+        }
+        Py_ssize_t mask = slots - 1;
+        Py_ssize_t s = (Py_ssize_t)(flat_hash((const unsigned char *)p, len) & (uint64_t)mask);
+        while (fv->names[s].p != NULL) {
+            s = (s + 1) & mask;
+        }
+        fv->names[s].p = p; /* the dict's str keys own these bytes for the whole call */
+        fv->names[s].len = len;
+        fv->names[s].position = i;
+    }
+    return A_OK;
+}
+
+static void flat_visitor_free(flat_visitor *fv) {
+    PyMem_Free(fv->pending);
+    PyMem_Free(fv->names);
+    PyMem_Free(fv->held);
+    PyMem_Free(fv->held_ts);
+    PyMem_Free(fv->pk);
+}
+
 static inline int same_name(const unsigned char *p, Py_ssize_t len, const char *q, Py_ssize_t qlen) {
     return q != NULL && len == qlen && memcmp(p, q, (size_t)len) == 0;
 }
@@ -936,40 +1179,18 @@ static int flat_value_cb(void *ctx, int vt, const unsigned char *p, Py_ssize_t l
     return take_value(&((flat_visitor *)ctx)->value, vt, p, len);
 }
 
-static int flat_cell_cb(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
-    flat_visitor *fv = ctx;
-    (void)op;
-    if (in_pk) {
-        if (fv->pk_len == fv->pk_cap) {
-            Py_ssize_t cap = fv->pk_cap ? fv->pk_cap * 2 : 8;
-            pb_value *pk = PyMem_Realloc(fv->pk, (size_t)cap * sizeof(pb_value));
-            if (pk == NULL) {
-                PyErr_NoMemory();
-                return V_ERROR;
-            }
-            fv->pk = pk;
-            fv->pk_cap = cap;
+static int flat_key_cell(flat_visitor *fv) {
+    if (fv->pk_len == fv->pk_cap) {
+        Py_ssize_t cap = fv->pk_cap ? fv->pk_cap * 2 : 8;
+        pb_value *pk = PyMem_Realloc(fv->pk, (size_t)cap * sizeof(pb_value));
+        if (pk == NULL) {
+            PyErr_NoMemory();
+            return V_ERROR;
         }
-        fv->pk[fv->pk_len++] = fv->value;
-        return 0;
+        fv->pk = pk;
+        fv->pk_cap = cap;
     }
-    fv->row_cells += 1;
-    if (same_name(fv->name, fv->name_len, fv->fence, fv->fence_len)) {
-        /* is_tombstone: the newest fence cell (the first of equal timestamps; no timestamp counts as 0) */
-        int64_t stamp = has_ts ? ts : 0;
-        if (fv->row_fences == 0 || stamp > fv->fence_ts) {
-            fv->fence_ts = stamp;
-            fv->fence_value = fv->value;
-        }
-        fv->row_fences += 1;
-    }
-    if (!same_name(fv->name, fv->name_len, fv->ignored, fv->ignored_len)) {
-        fv->row_others += 1;
-    }
-    Py_ssize_t i = flat_lookup(fv, fv->name, fv->name_len);
-    if (i >= 0 && fv->held[i].vt == VT_ABSENT && fv->value.vt != VT_NULL && fv->value.vt != VT_ABSENT) {
-        fv->held[i] = fv->value; /* RowsToArrow: the first non-null version (newest first) */
-    }
+    fv->pk[fv->pk_len++] = fv->value;
     return 0;
 }
 
@@ -993,8 +1214,53 @@ static int flat_parsed(acol *c, int kind, const pb_value *v) {
     return A_FALLBACK;
 }
 
+/* A GetRange cell: a key value, a version of a versions column (appended now; dropped if the row is left out),
+   or a cell column's first non-null version. */
+static int flat_cell_cb(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
+    flat_visitor *fv = ctx;
+    (void)op;
+    if (in_pk) {
+        return flat_key_cell(fv);
+    }
+    fv->row_cells += 1;
+    if (same_name(fv->name, fv->name_len, fv->fence, fv->fence_len)) {
+        /* is_tombstone: the newest fence cell (the first of equal timestamps; no timestamp counts as 0) */
+        int64_t stamp = has_ts ? ts : 0;
+        if (fv->row_fences == 0 || stamp > fv->fence_ts) {
+            fv->fence_ts = stamp;
+            fv->fence_value = fv->value;
+        }
+        fv->row_fences += 1;
+    }
+    if (!same_name(fv->name, fv->name_len, fv->ignored, fv->ignored_len)) {
+        fv->row_others += 1;
+    }
+    Py_ssize_t i = flat_lookup(fv, fv->name, fv->name_len);
+    if (i < 0) {
+        return 0;
+    }
+    flat_plan *fp = fv->plan;
+    if (fp->source[i] == FS_VERSIONS) {
+        fp->seen[i] = 1;
+        int st = has_ts ? acol_i64(&fp->stamps[i], ts) : acol_null(&fp->stamps[i]);
+        if (st == A_OK) {
+            st = flat_parsed(&fp->values[i], fp->kind[i], &fv->value);
+        }
+        if (st == A_FALLBACK) { /* decided at the row's end: a row left out does not count */
+            fv->row_misfit = 1;
+            st = A_OK;
+        }
+        return visit_status(st);
+    }
+    if (fv->held[i].vt == VT_ABSENT && fv->value.vt != VT_NULL && fv->value.vt != VT_ABSENT) {
+        fv->held[i] = fv->value; /* RowsToArrow: the first non-null version (newest first) */
+    }
+    return 0;
+}
+
 static int flat_row_cb(void *ctx, int deleted, const pb_sequence *seq) {
     flat_visitor *fv = ctx;
+    flat_plan *fp = fv->plan;
     (void)deleted;
     (void)seq;
     int skip = 0;
@@ -1006,23 +1272,30 @@ static int flat_row_cb(void *ctx, int deleted, const pb_sequence *seq) {
     if (fv->drop_empty && fv->row_others == 0) {
         skip = 1;
     }
-    int st = A_OK;
-    for (Py_ssize_t i = 0; !skip && i < fv->width && st == A_OK; i++) {
-        if (fv->source[i] == 0) {
-            Py_ssize_t k = fv->key_index[i];
+    int st = skip || !fv->row_misfit ? A_OK : A_FALLBACK;
+    for (Py_ssize_t i = 0; i < fp->width && st == A_OK; i++) {
+        if (skip) {
+            if (fp->source[i] == FS_VERSIONS) {
+                flat_versions_drop(fp, i);
+            }
+        } else if (fp->source[i] == FS_KEY) {
+            Py_ssize_t k = fp->key_index[i];
             if (k < 0 || k >= fv->pk_len || fv->pk[k].vt == VT_NULL || fv->pk[k].vt == VT_ABSENT) {
                 st = A_FALLBACK;
             } else {
-                st = flat_parsed(&fv->cols[i], fv->kind[i], &fv->pk[k]);
+                st = flat_parsed(&fp->cols[i], fp->kind[i], &fv->pk[k]);
             }
-        } else if (fv->source[i] == 1) {
-            st = flat_parsed(&fv->cols[i], fv->kind[i], &fv->held[i]);
+        } else if (fp->source[i] == FS_CELL) {
+            st = flat_parsed(&fp->cols[i], fp->kind[i], &fv->held[i]);
+        } else if (fp->source[i] == FS_VERSIONS) {
+            st = flat_versions_end(fp, i);
         }
     }
     fv->kept += !skip;
     fv->pk_len = 0;
     fv->row_cells = fv->row_fences = fv->row_others = 0;
-    for (Py_ssize_t i = 0; i < fv->width; i++) {
+    fv->row_misfit = 0;
+    for (Py_ssize_t i = 0; i < fp->width; i++) {
         fv->held[i].vt = VT_ABSENT;
     }
     return visit_status(st);
@@ -1072,59 +1345,12 @@ static PyObject *py_flat_from_rows(PyObject *module, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "flat_from_rows: a fence needs its tombstone suffix");
         return NULL;
     }
-    Py_ssize_t width = PyTuple_GET_SIZE(specs);
-    int *source = PyMem_Calloc((size_t)width + 1, sizeof(int));
-    int *kind = PyMem_Calloc((size_t)width + 1, sizeof(int));
-    Py_ssize_t *key_index = PyMem_Calloc((size_t)width + 1, sizeof(Py_ssize_t));
-    acol *cols = PyMem_Calloc((size_t)width + 1, sizeof(acol));
-    pb_value *held = PyMem_Calloc((size_t)width + 1, sizeof(pb_value));
-    Py_ssize_t slots = 8;
-    while (slots < 2 * PyDict_GET_SIZE(cells) + 2) {
-        slots *= 2;
-    }
-    flat_name *names = PyMem_Calloc((size_t)slots, sizeof(flat_name));
+    flat_plan fp;
     PyObject *out = NULL;
-    int st = A_OK;
-    if (source == NULL || kind == NULL || key_index == NULL || cols == NULL || held == NULL || names == NULL) {
-        PyErr_NoMemory();
-        st = A_ERROR;
+    int st = flat_plan_init(&fp, specs, "flat_from_rows") < 0 ? A_ERROR : flat_visitor_init(&fv, &fp, cells);
+    if (st != A_OK) {
         goto done;
     }
-    if (flat_specs(specs, width, source, kind, key_index, cols, "flat_from_rows") < 0) {
-        st = A_ERROR;
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < width; i++) {
-        held[i].vt = VT_ABSENT;
-    }
-    PyObject *key, *position;
-    Py_ssize_t at = 0;
-    while (PyDict_Next(cells, &at, &key, &position)) {
-        Py_ssize_t len;
-        const char *p = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &len) : NULL;
-        Py_ssize_t i = PyLong_Check(position) ? PyLong_AsSsize_t(position) : -1;
-        if (p == NULL || i < 0 || i >= width || source[i] != 1) {
-            PyErr_Clear();
-            st = A_FALLBACK;
-            goto done;
-        }
-        Py_ssize_t mask = slots - 1;
-        Py_ssize_t s = (Py_ssize_t)(flat_hash((const unsigned char *)p, len) & (uint64_t)mask);
-        while (names[s].p != NULL) {
-            s = (s + 1) & mask;
-        }
-        names[s].p = p; /* the dict's str keys own these bytes for the whole call */
-        names[s].len = len;
-        names[s].position = i;
-    }
-    fv.width = width;
-    fv.source = source;
-    fv.kind = kind;
-    fv.key_index = key_index;
-    fv.cols = cols;
-    fv.names = names;
-    fv.slots = slots;
-    fv.held = held;
     const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(data);
     Py_ssize_t n = PyBytes_GET_SIZE(data);
     if (n > 0) {
@@ -1139,21 +1365,8 @@ static PyObject *py_flat_from_rows(PyObject *module, PyObject *args) {
             goto done;
         }
     }
-    PyObject *leaves = PyList_New(width);
-    if (leaves == NULL) {
-        st = A_ERROR;
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < width; i++) {
-        PyObject *item = source[i] == 2 ? Py_NewRef(Py_None) : acol_finish(&cols[i]);
-        if (item == NULL) {
-            Py_DECREF(leaves);
-            st = A_ERROR;
-            goto done;
-        }
-        PyList_SET_ITEM(leaves, i, item);
-    }
-    out = Py_BuildValue("(nN)", fv.kept, leaves);
+    PyObject *leaves = flat_plan_leaves(&fp);
+    out = leaves != NULL ? Py_BuildValue("(nN)", fv.kept, leaves) : NULL;
     if (out == NULL) {
         st = A_ERROR;
     }
@@ -1161,34 +1374,239 @@ done:
     if (st == A_FALLBACK) {
         out = Py_NewRef(Py_None);
     }
-    if (cols != NULL) {
-        for (Py_ssize_t i = 0; i < width; i++) {
-            acol_free(&cols[i]);
-        }
-    }
-    PyMem_Free(source);
-    PyMem_Free(kind);
-    PyMem_Free(key_index);
-    PyMem_Free(cols);
-    PyMem_Free(held);
-    PyMem_Free(names);
-    PyMem_Free(fv.pk);
+    flat_plan_free(&fp);
+    flat_visitor_free(&fv);
     return st == A_ERROR ? NULL : out;
 }
+
+/* -- flat columns from tunnel records: the streaming source's user schema */
+
+/* A PUT version of a versions column in a record, kept until the record's end. */
+struct pending_version {
+    Py_ssize_t column, order;
+    int64_t stamp; /* the sort key: no timestamp counts as 0 */
+    int has_ts;
+    int64_t ts;
+    pb_value value;
+};
+
+/* ChangeOutput's order of a record's versions: by column, newest first (no timestamp counting as 0), then as the
+   record holds them (its sort is stable). */
+static int pending_order(const void *a, const void *b) {
+    const struct pending_version *x = a, *y = b;
+    if (x->column != y->column) {
+        return x->column < y->column ? -1 : 1;
+    }
+    if (x->stamp != y->stamp) {
+        return x->stamp > y->stamp ? -1 : 1;
+    }
+    return x->order < y->order ? -1 : (x->order > y->order);
+}
+
+/* A record's cell: a key value; a PUT version of a versions column, kept to be sorted at the record's end; or a
+   PUT version of a cell column, held when it is newer than the one held (no timestamp counts as 0; of equal
+   timestamps the first): ChangeOutput's newest PUT value. Deletes and increments set nothing. */
+static int record_cell_cb(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
+    flat_visitor *fv = ctx;
+    if (in_pk) {
+        return flat_key_cell(fv);
+    }
+    if (op != OP_PUT) {
+        return 0;
+    }
+    Py_ssize_t i = flat_lookup(fv, fv->name, fv->name_len);
+    int64_t stamp = has_ts ? ts : 0;
+    if (i >= 0 && fv->plan->source[i] == FS_VERSIONS) {
+        if (fv->pending_len == fv->pending_cap) {
+            Py_ssize_t cap = fv->pending_cap ? fv->pending_cap * 2 : 16;
+            struct pending_version *grown = PyMem_Realloc(fv->pending, (size_t)cap * sizeof(*grown));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return V_ERROR;
+            }
+            fv->pending = grown;
+            fv->pending_cap = cap;
+        }
+        struct pending_version *v = &fv->pending[fv->pending_len];
+        v->column = i;
+        v->order = fv->pending_len++;
+        v->stamp = stamp;
+        v->has_ts = has_ts;
+        v->ts = ts;
+        v->value = fv->value;
+        return 0;
+    }
+    if (fv->value.vt == VT_NULL || fv->value.vt == VT_ABSENT) {
+        return 0;
+    }
+    if (i >= 0 && (fv->held[i].vt == VT_ABSENT || stamp > fv->held_ts[i])) {
+        fv->held[i] = fv->value;
+        fv->held_ts[i] = stamp;
+    }
+    return 0;
+}
+
+/* A record's end: its versions, sorted, into their columns' leaves; then the row as flat_row_cb makes it. */
+static int record_row_cb(void *ctx, int deleted, const pb_sequence *seq) {
+    flat_visitor *fv = ctx;
+    flat_plan *fp = fv->plan;
+    if (fv->pending_len > 1) {
+        qsort(fv->pending, (size_t)fv->pending_len, sizeof(*fv->pending), pending_order);
+    }
+    for (Py_ssize_t k = 0; k < fv->pending_len; k++) {
+        const struct pending_version *v = &fv->pending[k];
+        Py_ssize_t i = v->column;
+        fp->seen[i] = 1;
+        int st = v->has_ts ? acol_i64(&fp->stamps[i], v->ts) : acol_null(&fp->stamps[i]);
+        if (st == A_OK) {
+            st = flat_parsed(&fp->values[i], fp->kind[i], &v->value);
+        }
+        if (st == A_FALLBACK) {
+            fv->row_misfit = 1;
+        } else if (st == A_ERROR) {
+            return V_ERROR;
+        }
+    }
+    fv->pending_len = 0;
+    return flat_row_cb(ctx, deleted, seq);
+}
+
+static const pb_visitor RECORD_VISITOR = {flat_name_cb, flat_value_cb, record_cell_cb, record_row_cb};
+
+
+/* data[spans[i]] as a record body: A_OK with its start and length set, or A_FALLBACK when the span is not a range
+   inside the data (the object path then decides what such records are). */
+static int record_body(const Py_buffer *data, const Py_buffer *spans, Py_ssize_t i, const unsigned char **body,
+                       Py_ssize_t *len) {
+    Py_ssize_t lo, hi;
+    if (!pb_span(spans->buf, i, data->len, &lo, &hi)) {
+        return A_FALLBACK;
+    }
+    *body = (const unsigned char *)data->buf + lo;
+    *len = hi - lo;
+    return A_OK;
+}
+
+static int pb_status(int rc) { return rc == PB_OK ? A_OK : (rc == V_ERROR ? A_ERROR : A_FALLBACK); }
+
+/* flat_from_records(data, spans, actions, specs, cells, with_action, origin_spans=None): the flat batch of the
+   streaming source's user schema from tunnel records kept encoded, as (records, flat_arrays' leaves, the
+   actions' string leaf or None). Record i's PlainBuffer body is data[spans[i]] (native int64 start, end pairs)
+   and its action type actions[i] (1 PUT_ROW, 2 UPDATE_ROW, 3 DELETE_ROW); each becomes one row: its key, and
+   per cell column its newest PUT value (record_cell_cb). Origin records (origin_spans into data; an empty span:
+   none) give nothing but are checked as decoding checks them; a versions column holds each PUT version, newest
+   first (record_row_cb). None: the object path decides (a bad span, body or action type, a value that does not
+   fit its column). */
+static PyObject *py_flat_from_records(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *data_obj, *spans_obj, *actions_obj, *specs, *cells, *origins_obj = Py_None;
+    int with_action;
+    if (!PyArg_ParseTuple(args, "OOOO!O!p|O:flat_from_records", &data_obj, &spans_obj, &actions_obj, &PyTuple_Type,
+                          &specs, &PyDict_Type, &cells, &with_action, &origins_obj)) {
+        return NULL;
+    }
+    PyObject *sources[4] = {data_obj, spans_obj, actions_obj, origins_obj};
+    Py_buffer views[4];
+    const Py_buffer *data = &views[0], *spans = &views[1], *actions = &views[2], *origins = &views[3];
+    int held = 0; /* buffers held, in sources' order (the origins' only when given) */
+    flat_plan fp;
+    flat_visitor fv;
+    acol action_col;
+    PyObject *out = NULL;
+    int st = A_OK;
+    memset(&fp, 0, sizeof(fp));
+    memset(&fv, 0, sizeof(fv));
+    memset(&action_col, 0, sizeof(action_col));
+    for (; held < 4 && !(held == 3 && origins_obj == Py_None); held++) {
+        if (PyObject_GetBuffer(sources[held], &views[held], PyBUF_SIMPLE) < 0) {
+            st = A_ERROR;
+            goto done;
+        }
+    }
+    Py_ssize_t n = actions->len;
+    if (spans->len != 16 * n || (held == 4 && origins->len != 16 * n)) {
+        PyErr_Format(PyExc_ValueError, "flat_from_records: %zd action types but %zd bytes of spans (16 a record)", n,
+                     spans->len != 16 * n ? spans->len : origins->len);
+        st = A_ERROR;
+        goto done;
+    }
+    if (flat_plan_init(&fp, specs, "flat_from_records") < 0 || acol_init(&action_col, AK_STR) < 0) {
+        st = A_ERROR;
+        goto done;
+    }
+    TRY(flat_visitor_init(&fv, &fp, cells));
+    const unsigned char *action_bytes = actions->buf;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        const unsigned char *body;
+        Py_ssize_t len;
+        unsigned char action = action_bytes[r];
+        if (action < 1 || action > 3) {
+            st = A_FALLBACK;
+            goto done;
+        }
+        TRY(record_body(data, spans, r, &body, &len));
+        if (len < 4 || memcmp(body, PB_HEADER, 4) != 0) {
+            st = A_FALLBACK;
+            goto done;
+        }
+        pb_error err;
+        TRY(pb_status(pb_parse(body, len, 4, &RECORD_VISITOR, &fv, &err)));
+        if (fv.kept != r + 1) { /* a record holds exactly one row: decode_record raises otherwise */
+            st = A_FALLBACK;
+            goto done;
+        }
+        if (with_action) {
+            TRY(acol_str(&action_col, ACTION_NAMES[action], (Py_ssize_t)strlen(ACTION_NAMES[action])));
+        }
+        if (held == 4) {
+            TRY(record_body(data, origins, r, &body, &len));
+            TRY(origin_checked(body, len));
+        }
+    }
+    PyObject *leaves = flat_plan_leaves(&fp);
+    PyObject *action_leaf = leaves == NULL ? NULL : with_action ? acol_finish(&action_col) : Py_NewRef(Py_None);
+    if (action_leaf == NULL) {
+        Py_XDECREF(leaves);
+        st = A_ERROR;
+        goto done;
+    }
+    out = Py_BuildValue("(nNN)", n, leaves, action_leaf);
+    if (out == NULL) {
+        st = A_ERROR;
+    }
+done:
+    if (st == A_FALLBACK) {
+        out = Py_NewRef(Py_None);
+    }
+    flat_plan_free(&fp);
+    flat_visitor_free(&fv);
+    acol_free(&action_col);
+    for (int k = 0; k < held; k++) {
+        PyBuffer_Release(&views[k]);
+    }
+    return st == A_ERROR ? NULL : out;
+}
+
+#undef TRY
 
 static PyMethodDef methods[] = {
     {"change_log_arrays", py_change_log_arrays, METH_VARARGS,
      "change_log_arrays(records, action_names, op_names): the change log's Arrow leaf buffers (changes.py), "
      "or None when the records hold values only the Python path handles."},
     {"flat_arrays", py_flat_arrays, METH_VARARGS,
-     "flat_arrays(rows, specs, cells): the key and cell columns of arrow.py's RowsToArrow as Arrow buffers, "
-     "or None when a value does not have its column's exact type."},
+     "flat_arrays(rows, specs, cells): the key, cell and versions columns of arrow.py's RowsToArrow as Arrow "
+     "buffers, or None when a value does not have its column's exact type."},
     {"change_log_from_bodies", py_change_log_from_bodies, METH_VARARGS,
-     "change_log_from_bodies(bodies, actions): change_log_arrays' answer straight from tunnel record bodies "
-     "(PlainBuffer) and their action types (bytes), or None: decode them to records instead."},
+     "change_log_from_bodies(data, spans, actions, origin_spans=None): change_log_arrays' answer straight from tunnel record bodies "
+     "(PlainBuffer, data[start:end] per int64 pair of spans) and their action types (bytes), or None: decode them "
+     "to records instead."},
     {"flat_from_rows", py_flat_from_rows, METH_VARARGS,
      "flat_from_rows(data, specs, cells, fence, suffix, drop_empty, ignored): (rows kept, flat_arrays' leaves) "
      "straight from a GetRange rows blob, tombstones and empty rows left out, or None: decode it instead."},
+    {"flat_from_records", py_flat_from_records, METH_VARARGS,
+     "flat_from_records(data, spans, actions, specs, cells, with_action, origin_spans=None): (records, "
+     "flat_arrays' leaves, action leaf or None) of the streaming source's user schema straight from tunnel "
+     "records (each key, each cell column's newest PUT value), or None: decode them instead."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,10 +11,10 @@ over the rows, then one C conversion per column; never a Python object per outpu
   columns, the newest version of attribute columns, or all versions as ``list<struct<timestamp, value>>``
   newest first; the ``tablestore`` data source yields these. A cell whose type does not fit its column is
   null plus a description in the corrupt-record column (``PERMISSIVE``) or a :class:`CellTypeError` naming the
-  row key, the column and both types (``FAILFAST``). Where the compiled PlainBuffer module is in use, a
-  schema of key and newest-version columns is filled in C (the same batch); the Python path runs for
-  versioned columns and for any batch holding a cell that does not fit its column.
-  :meth:`RowsToArrow.batch_encoded` builds that batch straight from a GetRange page's PlainBuffer bytes.
+  row key, the column and both types (``FAILFAST``). Where the compiled PlainBuffer module is in use, the
+  batch is filled in C (the same batch); the Python path runs for any batch holding a cell that does not fit its
+  column. :meth:`RowsToArrow.batch_encoded` builds that batch straight from a GetRange page's PlainBuffer bytes,
+  and :meth:`RowsToArrow.changes_encoded` the streaming source's flat batch straight from tunnel records.
 """
 
 from __future__ import annotations
@@ -119,9 +119,28 @@ def compiled_arrow() -> Any:
 
 _flat_arrays = getattr(compiled_arrow(), "flat_arrays", None)
 _flat_from_rows = getattr(compiled_arrow(), "flat_from_rows", None)
+_flat_from_records = getattr(compiled_arrow(), "flat_from_records", None)
 _FLAT_KINDS = {ColumnType.INTEGER: (0, pa.int64()), ColumnType.DOUBLE: (1, pa.float64()),
                ColumnType.BOOLEAN: (2, pa.bool_()), ColumnType.STRING: (3, pa.string()),
                ColumnType.BINARY: (4, pa.binary())}
+
+
+def _versions_of(arrow_type: pa.DataType, value_type: pa.DataType) -> bool:
+    """Whether ``arrow_type`` is ``list<struct<timestamp: int64, value: value_type>>``."""
+    if not pa.types.is_list(arrow_type) or not pa.types.is_struct(arrow_type.value_type):
+        return False
+    struct_type = arrow_type.value_type
+    return (struct_type.num_fields == 2 and struct_type.field(0).type == pa.int64()
+            and struct_type.field(1).type == value_type)
+
+
+def leaf_array(arrow_type: pa.DataType, leaf: tuple[int, int, bytes | None, bytes, bytes | None]) -> pa.Array:
+    """One column of the compiled builders: (length, null count, validity, values or offsets, data)."""
+    length, null_count, validity, values, data = leaf
+    buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(values)]
+    if data is not None:
+        buffers.append(pa.py_buffer(data))
+    return pa.Array.from_buffers(arrow_type, length, buffers, null_count=null_count)
 
 
 class CellTypeError(TablestoreClientError):
@@ -172,10 +191,11 @@ class RowsToArrow:
         self._versions = {f.name: i for i, f in enumerate(fields) if f.source == VERSIONS}
         self.attribute_columns = tuple(f.name for f in fields if f.source in (CELL, VERSIONS))
         self._flat_specs = self._flat_plan()
+        self._flat_names = {**self._cells, **self._versions}  # the compiled path's name -> position
 
     def _flat_plan(self) -> tuple[tuple[int, int, int], ...] | None:
-        """``(source, kind, key index)`` per column for the compiled path, or None when it cannot build them
-        (versioned columns, Arrow types other than the exact ones)."""
+        """``(source, kind, key index)`` per column for the compiled path (source 0 key, 1 cell, 2 corrupt, 3
+        versions), or None when it cannot build them (Arrow types other than the exact ones)."""
         specs = []
         for spec, arrow_type in zip(self.fields, self.schema.types, strict=True):
             if spec.source == CORRUPT:
@@ -183,12 +203,17 @@ class RowsToArrow:
                     return None
                 specs.append((2, 0, 0))
                 continue
-            if spec.source not in (KEY, CELL) or spec.type is None:
+            if spec.type is None:
                 return None
             kind, expected = _FLAT_KINDS[spec.type]
-            if arrow_type != expected:
+            if spec.source == VERSIONS:
+                if not _versions_of(arrow_type, expected):
+                    return None
+                specs.append((3, kind, 0))
+            elif spec.source in (KEY, CELL) and arrow_type == expected:
+                specs.append((0 if spec.source == KEY else 1, kind, spec.index if spec.source == KEY else 0))
+            else:
                 return None
-            specs.append((0 if spec.source == KEY else 1, kind, spec.index if spec.source == KEY else 0))
         return tuple(specs)
 
     def batch(self, rows: Sequence[Row]) -> pa.RecordBatch:
@@ -203,18 +228,18 @@ class RowsToArrow:
 
     def batch_compiled(self, rows: Sequence[Row]) -> pa.RecordBatch | None:
         """The compiled path of :meth:`batch`: the same batch, or None when it does not apply (no compiled
-        module, versioned columns, or a cell that does not fit its column: the Python path reports those)."""
+        module, an Arrow type other than the exact one, or a cell that does not fit its column: the Python path
+        reports those)."""
         if _flat_arrays is None or self._flat_specs is None:
             return None
-        leaves = _flat_arrays(rows, self._flat_specs, self._cells)
+        leaves = _flat_arrays(rows, self._flat_specs, self._flat_names)
         if leaves is None:
             return None
         return self._batch_of_leaves(len(rows), leaves)
 
     @property
     def takes_encoded(self) -> bool:
-        """Whether :meth:`batch_encoded` can apply (compiled module in use, a schema of key and newest-version
-        columns)."""
+        """Whether :meth:`batch_encoded` can apply (compiled module in use, a schema of the exact Arrow types)."""
         return _flat_from_rows is not None and self._flat_specs is not None
 
     def batch_encoded(self, data: bytes, *, tombstone_fence: str | None = None, tombstone_suffix: str | None = None,
@@ -225,24 +250,53 @@ class RowsToArrow:
         does not apply: then decode the rows (which raises for corrupt bytes) and use :meth:`batch`."""
         if _flat_from_rows is None or self._flat_specs is None:
             return None
-        out = _flat_from_rows(data, self._flat_specs, self._cells, tombstone_fence, tombstone_suffix, drop_empty,
-                              ignored)
+        out = _flat_from_rows(data, self._flat_specs, self._flat_names, tombstone_fence, tombstone_suffix,
+                              drop_empty, ignored)
         if out is None:
             return None
         n, leaves = out
         return self._batch_of_leaves(n, leaves)
 
+    @property
+    def takes_changes(self) -> bool:
+        """Whether :meth:`changes_encoded` can apply (as :attr:`takes_encoded`)."""
+        return _flat_from_records is not None and self._flat_specs is not None
+
+    def changes_encoded(self, data: Any, spans: Any, actions: bytes, origin_spans: Any = None, *,
+                        with_action: bool = False) -> tuple[pa.RecordBatch, pa.Array | None] | None:
+        """The streaming source's flat batch of tunnel records kept encoded, built in C without decoding: per
+        record a row of its key and, per attribute column, its newest PUT value (by timestamp, none counting as
+        0; of equal ones the first; null when the record deletes or lacks the column) or, for a versioned column,
+        every PUT version in that order, plus, ``with_action``,
+        the records' action names. Record ``i`` is ``data[start:end]`` of the ``i``-th native int64 pair in
+        ``spans``, its action type ``actions[i]``; origin records (``origin_spans``) are only checked. None when
+        it does not apply: then decode the records (which raises for corrupt ones) and use :meth:`batch`."""
+        if _flat_from_records is None or self._flat_specs is None:
+            return None
+        out = _flat_from_records(data, spans, actions, self._flat_specs, self._flat_names, with_action,
+                                 origin_spans)
+        if out is None:
+            return None
+        n, leaves, action_leaf = out
+        return (self._batch_of_leaves(n, leaves),
+                None if action_leaf is None else leaf_array(pa.string(), action_leaf))
+
     def _batch_of_leaves(self, n: int, leaves: Sequence[Any]) -> pa.RecordBatch:
         arrays: list[pa.Array] = []
-        for field, leaf in zip(self.schema, leaves, strict=True):
+        for field, spec, leaf in zip(self.schema, self.fields, leaves, strict=True):
             if leaf is None:  # the corrupt-record column: every cell fitted
                 arrays.append(pa.nulls(n, pa.string()))
-                continue
-            length, null_count, validity, values, data = leaf
-            buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(values)]
-            if data is not None:
-                buffers.append(pa.py_buffer(data))
-            arrays.append(pa.Array.from_buffers(field.type, length, buffers, null_count=null_count))
+            elif spec.source == VERSIONS:  # (list validity and offsets, timestamps, values)
+                (length, null_count, validity, offsets, _), stamps, values = leaf
+                struct_type = field.type.value_type
+                struct = pa.StructArray.from_arrays(
+                    [leaf_array(struct_type.field(0).type, stamps), leaf_array(struct_type.field(1).type, values)],
+                    fields=list(struct_type))
+                arrays.append(pa.Array.from_buffers(
+                    field.type, length, [None if validity is None else pa.py_buffer(validity), pa.py_buffer(offsets)],
+                    null_count=null_count, children=[struct]))
+            else:
+                arrays.append(leaf_array(field.type, leaf))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def batch_python(self, rows: Sequence[Row]) -> pa.RecordBatch:

@@ -34,7 +34,14 @@ from airflow_tablestore.client.model import (
     WriteType,
 )
 from airflow_tablestore.client.records import EncodedRecords
-from airflow_tablestore.spark.arrow import ARROW_TYPES, TypedValues, compiled_arrow, normalized, value_type
+from airflow_tablestore.spark.arrow import (
+    ARROW_TYPES,
+    TypedValues,
+    compiled_arrow,
+    leaf_array,
+    normalized,
+    value_type,
+)
 
 _VALUE_SLOT = {
     ColumnType.INTEGER: "int_value", ColumnType.DOUBLE: "double_value", ColumnType.BOOLEAN: "bool_value",
@@ -169,26 +176,19 @@ def encoded_records_to_arrow(records: EncodedRecords, channel_id: str, chunk: st
 def encoded_records_to_arrow_compiled(records: EncodedRecords, channel_id: str, chunk: str,
                                       first_index: int = 0) -> pa.Table | None:
     """The straight path of :func:`encoded_records_to_arrow`: the table, or None when it does not apply (no
-    compiled module, records with origin records, or anything the decoder would refuse or the Python builder
-    treats specially: corrupt bytes, unknown action types, the primary-key sentinels)."""
-    if _change_log_from_bodies is None or records.origins is not None:
+    compiled module, or anything the decoder would refuse in the bodies or origin records, or the Python builder
+    treats specially: corrupt bytes, unknown action types, the primary-key sentinels). Origin records are checked,
+    not kept (the change log has no place for them)."""
+    if _change_log_from_bodies is None:
         return None
-    out = _change_log_from_bodies(records.bodies, records.actions)
+    out = _change_log_from_bodies(records.data, records.spans, records.actions, records.origin_spans)
     return None if out is None else _change_log_table(out, channel_id, chunk, first_index)
-
-
-def _from_buffers(arrow_type: pa.DataType, spec: tuple[int, int, bytes | None, bytes, bytes | None]) -> pa.Array:
-    length, null_count, validity, values, data = spec
-    buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(values)]
-    if data is not None:
-        buffers.append(pa.py_buffer(data))
-    return pa.Array.from_buffers(arrow_type, length, buffers, null_count=null_count)
 
 
 def _list_of_structs(struct_type: pa.StructType, n: int, offsets: bytes,
                      leaves: Sequence[tuple[int, int, bytes | None, bytes, bytes | None]]) -> pa.Array:
     fields = list(struct_type)
-    struct = pa.StructArray.from_arrays([_from_buffers(f.type, leaf) for f, leaf in zip(fields, leaves, strict=True)],
+    struct = pa.StructArray.from_arrays([leaf_array(f.type, leaf) for f, leaf in zip(fields, leaves, strict=True)],
                                         fields=fields)
     return pa.ListArray.from_arrays(pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(offsets)]), struct)
 
@@ -215,12 +215,12 @@ def _change_log_table(out: tuple[Any, ...], channel_id: str, chunk: str, first_i
         pa.array([channel_id] * n, pa.string()),
         pa.array([chunk] * n, pa.string()),
         pa.array(range(first_index, first_index + n), pa.int64()),
-        _from_buffers(pa.string(), action),
+        leaf_array(pa.string(), action),
         _list_of_structs(PK_TYPE, n, pk_offsets, pk_leaves),
         _list_of_structs(COLUMN_TYPE, n, col_offsets, col_leaves),
-        _from_buffers(pa.int64(), epochs),
-        _from_buffers(pa.int64(), stamps),
-        _from_buffers(pa.int64(), indexes),
+        leaf_array(pa.int64(), epochs),
+        leaf_array(pa.int64(), stamps),
+        leaf_array(pa.int64(), indexes),
     ]
     return pa.Table.from_arrays(arrays, schema=CHANGE_SCHEMA)
 

@@ -88,13 +88,25 @@ def outcome(fn: Callable[[], Any]) -> Any:
 
 def encoded(records: list[Record]) -> EncodedRecords:
     bodies = [encode_row(Row(r.primary_key, r.columns, False, r.sequence)) for r in records]
-    return EncodedRecords(bodies, bytes(int(r.action) for r in records))
+    return EncodedRecords.from_bodies(bodies, [int(r.action) for r in records])
 
 
 def reference(enc: EncodedRecords, first_index: int = 0) -> Any:
     """Decode-then-build, on a fresh copy (so nothing is cached between the two paths)."""
-    copy = EncodedRecords(list(enc.bodies), enc.actions, enc.origins)
+    copy = EncodedRecords.from_bodies(enc.bodies, enc.action_types(), enc.origins)
     return outcome(lambda: records_to_arrow_python(copy.decode(), "ch", "chunk", first_index))
+
+
+def assert_same_outcome(enc: EncodedRecords) -> Any:
+    """Straight (or its fallback) and decode-then-build give the same table, or the same error; returns the
+    latter's outcome."""
+    expected = reference(enc)
+    got = outcome(lambda: encoded_records_to_arrow(enc, "ch", "chunk"))
+    if expected[0] == "ok":
+        assert got[0] == "ok" and same(got[1], expected[1])
+    else:
+        assert got == expected
+    return expected
 
 
 def _encodable(record: Record) -> bool:
@@ -129,13 +141,8 @@ def test_decoder_generator_rows_equal_or_same_error() -> None:
     rng = random.Random(SEED + 1)
     for _ in range(300):
         rows = [random_row(rng) for _ in range(rng.randrange(1, 6))]
-        enc = EncodedRecords([encode_row(r) for r in rows], bytes(rng.choice([1, 2, 3]) for _ in rows))
-        expected = reference(enc)
-        got = outcome(lambda: encoded_records_to_arrow(enc, "ch", "chunk"))  # noqa: B023
-        if expected[0] == "ok":
-            assert got[0] == "ok" and same(got[1], expected[1])
-        else:
-            assert got == expected
+        assert_same_outcome(EncodedRecords.from_bodies([encode_row(r) for r in rows],
+                                                       [rng.choice([1, 2, 3]) for _ in rows]))
 
 
 @needs_c
@@ -176,27 +183,28 @@ def test_corrupt_records_same_outcome() -> None:
     for bad in bad_inputs:
         at = rng.randrange(len(good) + 1)
         bodies = [*good.bodies[:at], bad, *good.bodies[at:]]
-        enc = EncodedRecords(bodies, good.actions[:at] + b"\x02" + good.actions[at:])
-        expected = reference(enc)
-        got = outcome(lambda: encoded_records_to_arrow(enc, "ch", "chunk"))  # noqa: B023
-        if expected[0] == "ok":
-            assert got[0] == "ok" and same(got[1], expected[1])
-        else:
-            assert got == expected, bad
-            if arrow_c is not None and COMPILED:
-                assert encoded_records_to_arrow_compiled(enc, "ch", "chunk") is None
-    unknown = EncodedRecords(list(good.bodies[:2]), b"\x01\x07")
+        enc = EncodedRecords.from_bodies(bodies, good.actions[:at] + b"\x02" + good.actions[at:])
+        if assert_same_outcome(enc)[0] == "error" and arrow_c is not None and COMPILED:
+            assert encoded_records_to_arrow_compiled(enc, "ch", "chunk") is None, bad
+    unknown = EncodedRecords.from_bodies(good.bodies[:2], b"\x01\x07")
     assert outcome(lambda: encoded_records_to_arrow(unknown, "ch", "chunk")) == reference(unknown)
     assert reference(unknown)[0] == "error"
 
 
-def test_origin_records_take_the_object_path() -> None:
+def test_origin_records_are_checked_not_kept() -> None:
+    """The change log has no place for origin records: the straight path checks them as decoding does (a corrupt
+    one falls back, and the object path raises its error) and builds the same table."""
     rng = random.Random(SEED + 3)
     records = [r for r in (random_record(rng, large=False) for _ in range(5)) if _encodable(r)]
     good = encoded(records)
-    enc = EncodedRecords(good.bodies, good.actions, [good.bodies[0]] + [b""] * (len(good) - 1))
-    assert encoded_records_to_arrow_compiled(enc, "ch", "chunk") is None
+    enc = EncodedRecords.from_bodies(good.bodies, good.actions, [good.bodies[0]] + [b""] * (len(good) - 1))
     assert same(encoded_records_to_arrow(enc, "ch", "chunk"), reference(good)[1])
+    if arrow_c is not None and COMPILED:
+        assert encoded_records_to_arrow_compiled(enc, "ch", "chunk") is not None
+    for bad in [*corruptions(rng, good.bodies[1], 30), good.bodies[0] + good.bodies[1][4:], b"\x75\x00\x00\x00"]:
+        enc = EncodedRecords.from_bodies(good.bodies, good.actions, [b"", bad] + [b""] * (len(good) - 2))
+        if assert_same_outcome(enc)[0] == "error" and arrow_c is not None and COMPILED:
+            assert encoded_records_to_arrow_compiled(enc, "ch", "chunk") is None
 
 
 def test_from_messages_keeps_out_of_range_action_types() -> None:
@@ -236,7 +244,8 @@ def test_scan_matches_the_records() -> None:
         start = rng.randrange(len(records) + 1)
         assert enc.scan(until, start) == _scan_reference(records, until, start)
         if decoder_c is not None and COMPILED:
-            assert decoder_c.scan_records(enc.bodies, until, start) == _scan_reference(records, until, start)
+            assert decoder_c.scan_records(enc.data, enc.spans, until, start, False) == _scan_reference(
+                records, until, start)
 
 
 def test_scan_of_corrupt_records_raises_the_decoder_error() -> None:
@@ -244,8 +253,8 @@ def test_scan_of_corrupt_records_raises_the_decoder_error() -> None:
     records = [r for r in (random_record(rng, large=False) for _ in range(10)) if _encodable(r)]
     good = encoded(records)
     for bad in [body for body in good.bodies for body in corruptions(rng, body, 10)]:
-        enc = EncodedRecords([*good.bodies, bad], good.actions + b"\x01")
-        copy = EncodedRecords(list(enc.bodies), enc.actions)
+        enc = EncodedRecords.from_bodies([*good.bodies, bad], good.actions + b"\x01")
+        copy = EncodedRecords.from_bodies(enc.bodies, enc.actions)
         expected = outcome(copy.decode)
         got = outcome(lambda: enc.scan(None, 0))  # noqa: B023
         if expected[0] == "error":

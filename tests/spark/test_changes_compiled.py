@@ -331,16 +331,20 @@ def test_flat_bad_keys_take_the_python_path(rows: list[Row]) -> None:
     assert_outcomes_equal(converter.batch, converter.batch_python, rows)
 
 
-def test_flat_versions_stay_on_the_python_path() -> None:
+def test_flat_versions_take_the_compiled_path() -> None:
+    """Every version in the row's order, a NULL one and one without a timestamp included; no cell: null
+    (tests/spark/test_flat_straight.py compares random rows)."""
     fields = [OutputField("id", KEY, ColumnType.INTEGER), OutputField("v", VERSIONS, ColumnType.INTEGER)]
     value_type = pa.struct([pa.field("timestamp", pa.int64(), False), pa.field("value", pa.int64())])
     schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("v", pa.list_(value_type))])
     converter = RowsToArrow(fields, schema, failfast=False)
-    assert converter._flat_specs is None
-    rows = [Row((("id", 1),), (Column("v", 2, TS), Column("v", 1, TS - 1)))]
-    assert converter.batch_compiled(rows) is None
-    assert converter.batch(rows).to_pylist() == [{"id": 1, "v": [{"timestamp": TS, "value": 2},
-                                                                  {"timestamp": TS - 1, "value": 1}]}]
+    assert converter._flat_specs == ((0, 0, 0), (3, 0, 0))
+    rows = [Row((("id", 1),), (Column("v", 2, TS), Column("v", None, None), Column("v", 1, TS - 1))),
+            Row((("id", 2),), (Column("w", 3, TS),))]
+    got = converter.batch_compiled(rows)
+    assert got is not None and got.equals(converter.batch_python(rows))
+    assert got.to_pylist() == [{"id": 1, "v": [{"timestamp": TS, "value": 2}, {"timestamp": None, "value": None},
+                                               {"timestamp": TS - 1, "value": 1}]}, {"id": 2, "v": None}]
 
 
 def test_flat_batch_takes_the_compiled_path(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,9 @@
  * (bad_tag, check_header) are handed over once by setup() (see implementation.py), so this file imports nothing.
  *
  * The parsing itself is _parse.h (shared with the Arrow builders of spark/_arrow_speedups.c); this file is its
- * object-building visitor and the translation of a parse failure into decode.py's exception.
+ * object-building visitor and the translation of a parse failure into decode.py's exception. For the records of
+ * the tunnel (client/records.py) it also scans sequence timestamps without building rows, and splits a
+ * ReadRecords answer into the places of its records' bodies, so that no Python object is made per record.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -484,15 +486,6 @@ static int scan_value(void *ctx, int vt, const unsigned char *p, Py_ssize_t len,
     return vt == VT_STRING && !pb_utf8_valid(p, len) ? SCAN_REFUSE : 0;
 }
 
-static int scan_cell(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
-    (void)ctx;
-    (void)in_pk;
-    (void)has_ts;
-    (void)ts;
-    (void)op;
-    return 0;
-}
-
 static int scan_row(void *ctx, int deleted, const pb_sequence *seq) {
     scan_visitor *s = ctx;
     (void)deleted;
@@ -502,17 +495,33 @@ static int scan_row(void *ctx, int deleted, const pb_sequence *seq) {
     return 0;
 }
 
-static const pb_visitor SCAN_VISITOR = {scan_name, scan_value, scan_cell, scan_row};
+static const pb_visitor SCAN_VISITOR = {scan_name, scan_value, pb_ignore_cell, scan_row};
 
-/* scan_records(bodies, until_us, start): (index of the first record from `start` on whose sequence timestamp is
-   at or past until_us -- len(bodies) if none or until_us is None --, the newest sequence timestamp from `start` on
-   or None), having checked that every record decodes (one row, CRCs, UTF-8). None when one would not:
-   decode_record then raises its exact error. No object is made per record. */
+/* A buffer argument's bytes (a new buffer view to release), or -1 with the exception set. */
+static int spans_arg(PyObject *obj, Py_buffer *view, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (view->len % 16 != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: spans must be int64 (start, end) pairs", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* scan_records(data, spans, until_us, start, skip_empty): (index of the first record from `start` on whose
+   sequence timestamp is at or past until_us -- the record count if none or until_us is None --, the newest sequence
+   timestamp from `start` on or None), having checked that every record decodes (one row, CRCs, UTF-8); records are
+   data[start:end] for each int64 (start, end) pair of `spans`, and with skip_empty empty ones are passed over (no
+   origin record). None when one would not decode: decode_record then raises its exact error. No object is made
+   per record. */
 static PyObject *py_scan_records(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *bodies, *until_obj;
+    PyObject *data_obj, *spans_obj, *until_obj;
     Py_ssize_t start;
-    if (!PyArg_ParseTuple(args, "OOn:scan_records", &bodies, &until_obj, &start)) {
+    int skip_empty;
+    if (!PyArg_ParseTuple(args, "OOOnp:scan_records", &data_obj, &spans_obj, &until_obj, &start, &skip_empty)) {
         return NULL;
     }
     int bounded = until_obj != Py_None;
@@ -523,28 +532,36 @@ static PyObject *py_scan_records(PyObject *module, PyObject *args) {
             return NULL;
         }
     }
-    PyObject *seq = PySequence_Fast(bodies, "bodies must be a sequence");
-    if (seq == NULL) {
+    Py_buffer data, spans;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    if (spans_arg(spans_obj, &spans, "scan_records") < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    const unsigned char *base = data.buf;
+    Py_ssize_t count = spans.len / 16;
     Py_ssize_t first = count;
-    int has_max = 0;
+    int has_max = 0, ok = 1;
     int64_t max_ts = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *body = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyBytes_CheckExact(body)) {
-            Py_DECREF(seq);
-            Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < count && ok; i++) {
+        Py_ssize_t lo, hi;
+        if (!pb_span(spans.buf, i, data.len, &lo, &hi)) {
+            ok = 0;
+            break;
         }
-        const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(body);
-        Py_ssize_t n = PyBytes_GET_SIZE(body);
+        if (skip_empty && lo == hi) {
+            continue;
+        }
+        const unsigned char *d = base + lo;
+        Py_ssize_t n = hi - lo;
         scan_visitor s = {0, 0, 0};
         pb_error err;
         if (n < 4 || memcmp(d, PB_HEADER, 4) != 0 || pb_parse(d, n, 4, &SCAN_VISITOR, &s, &err) != PB_OK ||
             s.rows != 1) {
-            Py_DECREF(seq);
-            Py_RETURN_NONE;
+            ok = 0;
+            break;
         }
         if (i < start || !s.has_seq) {
             continue;
@@ -557,11 +574,208 @@ static PyObject *py_scan_records(PyObject *module, PyObject *args) {
             max_ts = s.seq_ts;
         }
     }
-    Py_DECREF(seq);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&spans);
+    if (!ok) {
+        Py_RETURN_NONE;
+    }
     if (has_max) {
         return Py_BuildValue("(nL)", first, (long long)max_ts);
     }
     return Py_BuildValue("(nO)", first, Py_None);
+}
+
+/* shift_spans(spans, delta): the pairs of `spans` with `delta` added to both ends (records.py's concat). */
+static PyObject *py_shift_spans(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *spans_obj;
+    long long delta;
+    if (!PyArg_ParseTuple(args, "OL:shift_spans", &spans_obj, &delta)) {
+        return NULL;
+    }
+    Py_buffer spans;
+    if (spans_arg(spans_obj, &spans, "shift_spans") < 0) {
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, spans.len);
+    if (out != NULL) {
+        unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(out);
+        const unsigned char *src = spans.buf;
+        for (Py_ssize_t i = 0; i < spans.len; i += 8) {
+            int64_t v;
+            memcpy(&v, src + i, 8);
+            v += delta;
+            memcpy(dst + i, &v, 8);
+        }
+    }
+    PyBuffer_Release(&spans);
+    return out;
+}
+
+/* ---- ReadRecords answers: the records' places in the body, without an object per record ---------------- */
+
+/* A protobuf base-128 varint at *pos (at most 10 bytes, before `end`): 1, or 0 when malformed. */
+static int wire_varint(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, uint64_t *out) {
+    uint64_t v = 0;
+    for (int i = 0; i < 10 && *pos < end; i++) {
+        unsigned char b = d[(*pos)++];
+        v |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) {
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A length-delimited field's bounds after its tag: 1, or 0 when it does not fit before `end`. */
+static int wire_bytes(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, Py_ssize_t *lo, Py_ssize_t *hi) {
+    uint64_t len;
+    if (!wire_varint(d, end, pos, &len) || len > (uint64_t)(end - *pos)) {
+        return 0;
+    }
+    *lo = *pos;
+    *hi = *lo + (Py_ssize_t)len;
+    *pos = *hi;
+    return 1;
+}
+
+/* The wire tags (field number << 3 | wire type) of the messages read here (ots_tunnel.proto). */
+enum {
+    WIRE_RECORDS = (1 << 3) | 2,       /* ReadRecordsResponse.records */
+    WIRE_NEXT_TOKEN = (2 << 3) | 2,    /* ReadRecordsResponse.next_token */
+    WIRE_MAY_MORE = (3 << 3) | 0,      /* ReadRecordsResponse.may_more_record */
+    WIRE_ACTION = (1 << 3) | 0,        /* Record.action_type */
+    WIRE_BODY = (2 << 3) | 2,          /* Record.record */
+    WIRE_ORIGIN = (3 << 3) | 2,        /* Record.origin_record */
+};
+
+/* One Record message in d[pos:end]: its action (1..3) and the bounds of its body and origin record (lo == hi: none).
+   1, or 0 when it is not of the plain shape (each field once, action and body present, nothing else). */
+static int wire_record(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, unsigned char *action,
+                       int64_t body[2], int64_t origin[2]) {
+    int seen = 0;
+    origin[0] = origin[1] = 0;
+    while (pos < end) {
+        uint64_t tag, value;
+        Py_ssize_t lo, hi;
+        if (!wire_varint(d, end, &pos, &tag)) {
+            return 0;
+        }
+        int bit = tag == WIRE_ACTION ? 1 : tag == WIRE_BODY ? 2 : tag == WIRE_ORIGIN ? 4 : 0;
+        if (bit == 0 || (seen & bit)) {
+            return 0;
+        }
+        seen |= bit;
+        if (bit == 1) {
+            if (!wire_varint(d, end, &pos, &value) || value < 1 || value > 3) {
+                return 0; /* an unknown action: the protobuf runtime's rules for closed enums apply */
+            }
+            *action = (unsigned char)value;
+            continue;
+        }
+        if (!wire_bytes(d, end, &pos, &lo, &hi)) {
+            return 0;
+        }
+        int64_t *target = bit == 2 ? body : origin;
+        target[0] = lo;
+        target[1] = hi;
+    }
+    return (seen & 3) == 3;
+}
+
+typedef struct {
+    Py_ssize_t count;
+    int any_origin;
+    Py_ssize_t token_lo, token_hi;
+    int may_more; /* -1: absent */
+} wire_answer;
+
+/* Walk a ReadRecordsResponse; with `spans` (and `actions`, `origins`) set, fill one entry per record. 1, or 0
+   when it is not of the plain shape (records, then next_token and may_more_record at most once each; any order). */
+static int wire_answer_walk(const unsigned char *d, Py_ssize_t n, wire_answer *a, unsigned char *spans,
+                            unsigned char *actions, unsigned char *origins) {
+    Py_ssize_t pos = 0;
+    int have_token = 0;
+    a->count = 0;
+    a->any_origin = 0;
+    a->may_more = -1;
+    while (pos < n) {
+        uint64_t tag, value;
+        Py_ssize_t lo, hi;
+        if (!wire_varint(d, n, &pos, &tag)) {
+            return 0;
+        }
+        if (tag == WIRE_RECORDS) {
+            unsigned char action = 0;
+            int64_t body[2], origin[2];
+            if (!wire_bytes(d, n, &pos, &lo, &hi) || !wire_record(d, lo, hi, &action, body, origin)) {
+                return 0;
+            }
+            a->any_origin |= origin[1] > origin[0];
+            if (spans != NULL) {
+                memcpy(spans + 16 * a->count, body, 16);
+                memcpy(origins + 16 * a->count, origin, 16);
+                actions[a->count] = action;
+            }
+            a->count += 1;
+        } else if (tag == WIRE_NEXT_TOKEN && !have_token) {
+            if (!wire_bytes(d, n, &pos, &a->token_lo, &a->token_hi)) {
+                return 0;
+            }
+            have_token = 1;
+        } else if (tag == WIRE_MAY_MORE && a->may_more < 0) {
+            if (!wire_varint(d, n, &pos, &value)) {
+                return 0;
+            }
+            a->may_more = value != 0;
+        } else {
+            return 0;
+        }
+    }
+    return have_token;
+}
+
+/* split_read_records(body): a ReadRecordsResponse body as (spans, actions, origin_spans or None, next_token,
+   may_more_record or None), where spans are the int64 (start, end) pairs of each record's PlainBuffer body in
+   `body` and origin_spans those of its origin record ((0, 0) for none; None when no record has one). None when the
+   answer is not of the plain shape the emulator and the service send (a field twice, an unknown field, an action
+   outside 1..3, a next_token that is not UTF-8, malformed wire data): the protobuf runtime parses it instead. */
+static PyObject *py_split_read_records(PyObject *module, PyObject *body) {
+    (void)module;
+    if (!PyBytes_CheckExact(body)) {
+        PyErr_SetString(PyExc_TypeError, "split_read_records: expected bytes");
+        return NULL;
+    }
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(body);
+    Py_ssize_t n = PyBytes_GET_SIZE(body);
+    wire_answer a;
+    if (!wire_answer_walk(d, n, &a, NULL, NULL, NULL)) {
+        Py_RETURN_NONE;
+    }
+    PyObject *token = PyUnicode_DecodeUTF8((const char *)d + a.token_lo, a.token_hi - a.token_lo, "strict");
+    if (token == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *spans = PyBytes_FromStringAndSize(NULL, 16 * a.count);
+    PyObject *actions = PyBytes_FromStringAndSize(NULL, a.count);
+    PyObject *origins = PyBytes_FromStringAndSize(NULL, 16 * a.count);
+    if (spans == NULL || actions == NULL || origins == NULL) {
+        Py_XDECREF(spans);
+        Py_XDECREF(actions);
+        Py_XDECREF(origins);
+        Py_DECREF(token);
+        return NULL;
+    }
+    wire_answer again;
+    wire_answer_walk(d, n, &again, (unsigned char *)PyBytes_AS_STRING(spans),
+                     (unsigned char *)PyBytes_AS_STRING(actions), (unsigned char *)PyBytes_AS_STRING(origins));
+    if (!a.any_origin) {
+        Py_SETREF(origins, Py_NewRef(Py_None));
+    }
+    PyObject *may_more = a.may_more < 0 ? Py_None : a.may_more ? Py_True : Py_False;
+    return Py_BuildValue("(NNNNO)", spans, actions, origins, token, may_more);
 }
 
 /* ---- the Python-facing functions ----------------------------------------------------------------------- */
@@ -767,8 +981,12 @@ static PyMethodDef methods[] = {
     {"decode_record_list", py_decode_record_list, METH_O,
      "decode_record over a batch (e.g. one ReadRecords response), with the cyclic GC paused."},
     {"scan_records", py_scan_records, METH_VARARGS,
-     "scan_records(bodies, until_us, start): (first index >= start with a sequence timestamp >= until_us, newest "
-     "sequence timestamp from start on), every body checked; None when one does not decode (decode_record raises)."},
+     "scan_records(data, spans, until_us, start, skip_empty): (first index >= start with a sequence timestamp >= "
+     "until_us, newest sequence timestamp from start on), every record checked; None when one does not decode."},
+    {"shift_spans", py_shift_spans, METH_VARARGS, "shift_spans(spans, delta): int64 pairs with delta added."},
+    {"split_read_records", py_split_read_records, METH_O,
+     "split_read_records(body): a ReadRecordsResponse as (spans, actions, origin_spans, next_token, may_more), "
+     "or None when the protobuf runtime must parse it."},
     {"crc8", py_crc8, METH_O, "CRC-8 (poly 0x07, init 0) of a bytes-like object."},
     {NULL, NULL, 0, NULL},
 };
@@ -776,7 +994,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     "_speedups",
-    "The compiled PlainBuffer decoder and CRC-8 (optional; decode.py is the pure-Python equivalent).",
+    "The compiled PlainBuffer decoder, CRC-8 and ReadRecords splitting (optional; pure-Python equivalents exist).",
     -1,
     methods,
     NULL,

@@ -28,7 +28,8 @@ from airflow_tablestore.client.model import (
     TunnelStage,
     TunnelType,
 )
-from airflow_tablestore.client.records import EncodedRecords, decode_records
+from airflow_tablestore.client.records import EncodedRecords, decode_records, split_read_records
+from airflow_tablestore.client.transport import RawResponse
 from airflow_tablestore.client.tunnel.reads import FINISHED, EncodedReadResult, ReadResult
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
@@ -94,6 +95,13 @@ def _channel_info(msg: Any) -> ChannelInfo:
         consume_point_ns=msg.channel_rpo,
         row_count=msg.channel_count,
     )
+
+
+_READ_PATH = "/tunnel/readrecords"
+
+
+def _may_more(resp: Any) -> bool | None:
+    return bool(resp.may_more_record) if resp.HasField("may_more_record") else None
 
 
 def _wire_channels(channels: Iterable[Channel], target: Any) -> None:
@@ -208,26 +216,31 @@ class TunnelClient(BaseClient):
 
     def read_records(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> ReadResult:
         """Read the records after ``token``. Never call it with :data:`FINISHED`."""
-        resp, may_more, size = self._read(tunnel_id, client_id, channel_id, token)
-        return ReadResult(decode_records(resp.records), resp.next_token, may_more, size)
+        raw = self._read(tunnel_id, client_id, channel_id, token)
+        resp = self._transport.parse(_READ_PATH, raw, tunnel_pb2.ReadRecordsResponse)
+        return ReadResult(decode_records(resp.records), resp.next_token, _may_more(resp), len(raw.body))
 
     def read_records_encoded(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> EncodedReadResult:
         """:meth:`read_records` with the records left encoded (:class:`EncodedRecords`: decoded on demand, or
-        turned straight into Arrow by the Spark readers)."""
-        resp, may_more, size = self._read(tunnel_id, client_id, channel_id, token)
-        return EncodedReadResult(EncodedRecords.from_messages(resp.records), resp.next_token, may_more, size)
+        turned straight into Arrow by the Spark readers). Where the compiled module is in use they stay in the
+        answer's bytes, split in C."""
+        raw = self._read(tunnel_id, client_id, channel_id, token)
+        split = split_read_records(raw.body)
+        if split is not None:
+            records, next_token, may_more = split
+            return EncodedReadResult(records, next_token, may_more, len(raw.body))
+        resp = self._transport.parse(_READ_PATH, raw, tunnel_pb2.ReadRecordsResponse)
+        return EncodedReadResult(EncodedRecords.from_messages(resp.records), resp.next_token, _may_more(resp),
+                                 len(raw.body))
 
-    def _read(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> tuple[Any, bool | None, int]:
-        """One ReadRecords call: the answer, its ``may_more_record`` (None when absent) and its size in bytes."""
+    def _read(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> RawResponse:
+        """One ReadRecords call's verified answer."""
         if token == FINISHED:
             raise TablestoreClientError(f"channel {channel_id} is finished: there is nothing left to read")
         req = tunnel_pb2.ReadRecordsRequest(
             tunnel_id=tunnel_id, client_id=client_id, channel_id=channel_id, token=token
         )
-        resp, size = self._transport.call_sized(
-            "/tunnel/readrecords", req, tunnel_pb2.ReadRecordsResponse, idempotent=True
-        )
-        return resp, resp.may_more_record if resp.HasField("may_more_record") else None, size
+        return self._transport.call_raw(_READ_PATH, req.SerializeToString(), idempotent=True)
 
     def checkpoint(
         self, tunnel_id: str, client_id: str, channel_id: str, token: str, sequence_number: int

@@ -10,9 +10,9 @@ each page as one Arrow record batch built by the shared core (:class:`~airflow_t
 Tombstones of a replica (rows that are only a deleted-marked fence) are skipped unless
 ``show_replication_columns``. With a time range, a row is returned only if a column of the schema (any column,
 if the schema has only key columns; never the hidden fence) has a cell in the range. Where the compiled modules
-are in use and the schema has no versioned columns, a page goes from GetRange's PlainBuffer bytes straight to its
-batch (:meth:`~airflow_tablestore.spark.arrow.RowsToArrow.batch_encoded`, those two filters included); anything
-that path leaves out is decoded and converted as before.
+are in use, a page goes from GetRange's PlainBuffer bytes straight to its batch, versioned columns included
+(:meth:`~airflow_tablestore.spark.arrow.RowsToArrow.batch_encoded`, those two filters included); anything that
+path leaves out is decoded and converted as before.
 
 :class:`TablestorePushdownReader` adds ``pushFilters``. PySpark refuses to plan a read with a reader that
 implements it while ``spark.sql.python.filterPushdown.enabled`` is false (its default), so the data source

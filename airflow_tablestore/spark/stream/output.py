@@ -4,8 +4,9 @@ Without a user schema a change is one row of the change-log schema the Parquet s
 (:data:`~airflow_tablestore.spark.changes.CHANGE_SCHEMA`: channel, chunk and index, action, primary key, columns
 with op and timestamp, sequence). With a user schema each column is a primary-key or attribute column of the
 table (its newest PUT value in the change; null when the change deletes it or lacks it), plus ``_action``
-(``PUT_ROW``, ``UPDATE_ROW`` or ``DELETE_ROW``) when the schema has it. The change log is built straight from
-the records' PlainBuffer bytes when they come encoded (:attr:`ChangeOutput.takes_encoded`).
+(``PUT_ROW``, ``UPDATE_ROW`` or ``DELETE_ROW``) when the schema has it. Both are built straight from the
+records' PlainBuffer bytes when they come encoded (:attr:`ChangeOutput.takes_encoded`: the compiled modules in
+use); anything that path leaves out is decoded and built as before.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ class ChangeOutput:
 
     @property
     def takes_encoded(self) -> bool:
-        """Whether :meth:`batches` builds its batches straight from encoded records (the change-log schema)."""
-        return self.flat is None
+        """Whether :meth:`batches` builds its batches straight from encoded records (the change-log schema, or
+        a user schema the compiled flat builder takes)."""
+        return self.flat is None or self.flat.takes_changes
 
     def batches(self, records: Sequence[Record] | EncodedRecords, channel_id: str, chunk: str,
                 first_index: int) -> Iterator[pa.RecordBatch]:
@@ -74,15 +76,23 @@ class ChangeOutput:
                                                                                   first_index))
             yield from table.cast(self.schema).to_batches()
             return
+        with_action = self.action_index is not None
         if isinstance(records, EncodedRecords):
+            straight = self.flat.changes_encoded(records.data, records.spans, records.actions, records.origin_spans,
+                                                 with_action=with_action)
+            if straight is not None:
+                yield self._with_action(*straight)
+                return
             records = records.decode()
         # newest version first per column, as RowsToArrow expects of a row
         rows = [Row(r.primary_key, tuple(sorted((c for c in r.columns if c.op == CellOp.PUT),
                                                 key=lambda c: -(c.timestamp or 0))))
                 for r in records]
-        batch = self.flat.batch(rows)
+        actions = pa.array([r.action.name for r in records], pa.string()) if with_action else None
+        yield self._with_action(self.flat.batch(rows), actions)
+
+    def _with_action(self, batch: pa.RecordBatch, actions: pa.Array | None) -> pa.RecordBatch:
         arrays = list(batch.columns)
         if self.action_index is not None:
-            actions = pa.array([r.action.name for r in records], pa.string())
             arrays.insert(self.action_index, actions)
-        yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)

@@ -97,7 +97,7 @@ def read_span_partition(partition: SpanPartition) -> Iterator[pa.RecordBatch]:
     client = settings.tunnel_client()
     store = PositionStore(settings, partition.options.positions_table)
     try:
-        encoded = partition.output.takes_encoded  # the change log: straight from the records' bytes
+        encoded = partition.output.takes_encoded  # batches straight from the records' bytes
         read = SpanRead(client, partition.tunnel_id, partition.client_id, partition.channel_id, span,
                         settle_us=partition.options.settle_ms * 1000, encoded=encoded)
         chunk = span.key(partition.channel_id)
