@@ -217,6 +217,10 @@ class TunnelClient(BaseClient):
     def read_records(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> ReadResult:
         """Read the records after ``token``. Never call it with :data:`FINISHED`."""
         raw = self._read(tunnel_id, client_id, channel_id, token)
+        split = split_read_records(raw.body)  # in C: no protobuf message per record
+        if split is not None:
+            records, next_token, may_more = split
+            return ReadResult(records.decode(), next_token, may_more, len(raw.body))
         resp = self._transport.parse(_READ_PATH, raw, tunnel_pb2.ReadRecordsResponse)
         return ReadResult(decode_records(resp.records), resp.next_token, _may_more(resp), len(raw.body))
 
