@@ -191,7 +191,8 @@ class RowsToArrow:
         self._versions = {f.name: i for i, f in enumerate(fields) if f.source == VERSIONS}
         self.attribute_columns = tuple(f.name for f in fields if f.source in (CELL, VERSIONS))
         self._flat_specs = self._flat_plan()
-        self._flat_names = {**self._cells, **self._versions}  # the compiled path's name -> position
+        # the compiled path's name -> position; a name that is both goes to the cell column, as in batch_python
+        self._flat_names = {**self._versions, **self._cells}
 
     def _flat_plan(self) -> tuple[tuple[int, int, int], ...] | None:
         """``(source, kind, key index)`` per column for the compiled path (source 0 key, 1 cell, 2 corrupt, 3

@@ -111,7 +111,12 @@ ODD_ANSWERS = {
     "no body": _field(1, 2, _field(1, 0, b"\x02")) + TOKEN,
     "body twice": _field(1, 2, RECORD + _field(2, 2, BODY)) + TOKEN,
     "unknown record field": _field(1, 2, RECORD + _field(7, 2, b"zz")) + TOKEN,
-    "non-canonical tag": b"\x8a\x00" + _varint(len(RECORD)) + RECORD + TOKEN,
+    "padded tag": b"\x8a\x00" + _varint(len(RECORD)) + RECORD + TOKEN,
+    "six-byte tag": b"\x8a\x80\x80\x80\x80\x00" + _varint(len(RECORD)) + RECORD + TOKEN,
+    "padded length": b"\x0a" + bytes([0x80 | len(RECORD), 0x00]) + RECORD + TOKEN,
+    "six-byte length": b"\x0a" + bytes([0x80 | len(RECORD), 0x80, 0x80, 0x80, 0x80, 0x00]) + RECORD + TOKEN,
+    "padded action": _field(1, 2, b"\x08\x81\x00" + _field(2, 2, BODY)) + TOKEN,
+    "may_more 2": TOKEN + _field(3, 0, b"\x02"),
     "token not UTF-8": _field(1, 2, RECORD) + _field(2, 2, b"\xff\xfe"),
     "truncated record": (_field(1, 2, RECORD) + TOKEN)[:len(RECORD) // 2],
     "length past the end": b"\x0a\xff\xff\xff\x0f" + RECORD + TOKEN,
@@ -132,8 +137,10 @@ def test_odd_answers_fall_back_or_agree(name: str) -> None:
         assert split_read_records(body) is None
         return
     _same_as_protobuf(body)
-    if name in ("plain", "origin record", "non-canonical tag"):
+    if name in ("plain", "origin record", "may_more 2"):
         assert split_read_records(body) is not None
+    if name.startswith(("padded", "six-byte")):  # runtimes differ on these: left to the one in use
+        assert split_read_records(body) is None
 
 
 def _outcome(fn: Any) -> Any:

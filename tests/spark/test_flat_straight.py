@@ -259,6 +259,20 @@ def test_versions_from_corrupt_bytes_same_outcome() -> None:
             assert same_outcome(got, expected)
 
 
+
+def test_a_name_both_cell_and_versions_fills_the_cell_column() -> None:
+    """As batch_python does: a schema naming one column twice (a cell and its versions) fills the cell column."""
+    fields = [OutputField("k", KEY, ColumnType.INTEGER, 0), OutputField("x", CELL, ColumnType.STRING),
+              OutputField("x", VERSIONS, ColumnType.STRING)]
+    converter = RowsToArrow(fields, arrow_schema(spark_schema(fields)), failfast=False)
+    rows = [Row((("k", i),), (Column("x", f"v{i}", TS), Column("x", "old", TS - 1))) for i in range(3)]
+    expected = converter.batch_python(rows)
+    assert expected.column(1).to_pylist() == ["v0", "v1", "v2"] and expected.column(2).null_count == 3
+    assert converter.batch(rows).equals(expected)
+    straight = converter.batch_encoded(encode_rows(rows))
+    assert straight is None or straight.equals(expected)
+
+
 # ---- the streaming source's user schema ----------------------------------------------------------------------------
 
 

@@ -602,9 +602,9 @@ static PyObject *py_shift_spans(PyObject *module, PyObject *args) {
         unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(out);
         const unsigned char *src = spans.buf;
         for (Py_ssize_t i = 0; i < spans.len; i += 8) {
-            int64_t v;
+            uint64_t v;
             memcpy(&v, src + i, 8);
-            v += delta;
+            v += (uint64_t)delta; /* wraps instead of overflowing: such a span is refused where it is used */
             memcpy(dst + i, &v, 8);
         }
     }
@@ -614,24 +614,29 @@ static PyObject *py_shift_spans(PyObject *module, PyObject *args) {
 
 /* ---- ReadRecords answers: the records' places in the body, without an object per record ---------------- */
 
-/* A protobuf base-128 varint at *pos (at most 10 bytes, before `end`): 1, or 0 when malformed. */
-static int wire_varint(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, uint64_t *out) {
+/* A protobuf base-128 varint at *pos, before `end`, in its shortest form and at most `max_bytes` long (5 for tags
+   and lengths, as upb reads them; 10 for values): 1, or 0 otherwise. Runtimes differ on padded forms (upb takes a
+   padded tag, the pure-Python runtime makes it an unknown field), so those are left to the runtime in use. */
+static int wire_varint(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, uint64_t *out, int max_bytes) {
     uint64_t v = 0;
-    for (int i = 0; i < 10 && *pos < end; i++) {
+    for (int i = 0; i < max_bytes && *pos < end; i++) {
         unsigned char b = d[(*pos)++];
         v |= (uint64_t)(b & 0x7F) << (7 * i);
         if (!(b & 0x80)) {
             *out = v;
-            return 1;
+            return i == 0 || b != 0; /* a last byte of 0 after others: padded */
         }
     }
     return 0;
 }
 
+#define WIRE_SHORT 5  /* tags and lengths */
+#define WIRE_LONG 10  /* values */
+
 /* A length-delimited field's bounds after its tag: 1, or 0 when it does not fit before `end`. */
 static int wire_bytes(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pos, Py_ssize_t *lo, Py_ssize_t *hi) {
     uint64_t len;
-    if (!wire_varint(d, end, pos, &len) || len > (uint64_t)(end - *pos)) {
+    if (!wire_varint(d, end, pos, &len, WIRE_SHORT) || len > (uint64_t)(end - *pos)) {
         return 0;
     }
     *lo = *pos;
@@ -659,7 +664,7 @@ static int wire_record(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, u
     while (pos < end) {
         uint64_t tag, value;
         Py_ssize_t lo, hi;
-        if (!wire_varint(d, end, &pos, &tag)) {
+        if (!wire_varint(d, end, &pos, &tag, WIRE_SHORT)) {
             return 0;
         }
         int bit = tag == WIRE_ACTION ? 1 : tag == WIRE_BODY ? 2 : tag == WIRE_ORIGIN ? 4 : 0;
@@ -668,7 +673,7 @@ static int wire_record(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, u
         }
         seen |= bit;
         if (bit == 1) {
-            if (!wire_varint(d, end, &pos, &value) || value < 1 || value > 3) {
+            if (!wire_varint(d, end, &pos, &value, WIRE_LONG) || value < 1 || value > 3) {
                 return 0; /* an unknown action: the protobuf runtime's rules for closed enums apply */
             }
             *action = (unsigned char)value;
@@ -703,7 +708,7 @@ static int wire_answer_walk(const unsigned char *d, Py_ssize_t n, wire_answer *a
     while (pos < n) {
         uint64_t tag, value;
         Py_ssize_t lo, hi;
-        if (!wire_varint(d, n, &pos, &tag)) {
+        if (!wire_varint(d, n, &pos, &tag, WIRE_SHORT)) {
             return 0;
         }
         if (tag == WIRE_RECORDS) {
@@ -725,7 +730,7 @@ static int wire_answer_walk(const unsigned char *d, Py_ssize_t n, wire_answer *a
             }
             have_token = 1;
         } else if (tag == WIRE_MAY_MORE && a->may_more < 0) {
-            if (!wire_varint(d, n, &pos, &value)) {
+            if (!wire_varint(d, n, &pos, &value, WIRE_LONG)) {
                 return 0;
             }
             a->may_more = value != 0;
