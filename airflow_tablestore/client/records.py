@@ -54,6 +54,8 @@ _compiled = compiled_module()
 _scan = getattr(_compiled, "scan_records", None)
 _shift = getattr(_compiled, "shift_spans", None)
 _split = getattr(_compiled, "split_read_records", None)
+_decode_in = getattr(_compiled, "decode_records", None)
+_MEMBERS = (None, *(_ACTIONS[value] for value in (1, 2, 3)))  # decode_records' action by type byte
 _SPAN = struct.Struct("=qq")
 
 
@@ -195,6 +197,9 @@ class EncodedRecords:
 
     def decode(self) -> list[Record]:
         """The records, as :func:`decode_records` gives them (decoded once, then kept)."""
+        if self._decoded is None and _decode_in is not None and self._actions_valid():
+            # in C, in place: None when a record would not decode, and the loop below raises its error
+            self._decoded = _decode_in(self.data, self.spans, self.actions, self.origin_spans, Record, _MEMBERS)
         if self._decoded is None:
             origins = self.origins if self.origins is not None else [b""] * len(self)
             self._decoded = _decode(zip(self.action_types(), self.bodies, origins, strict=True))

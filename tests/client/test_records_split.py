@@ -200,3 +200,50 @@ def test_slices_and_joins_keep_every_record(monkeypatch: pytest.MonkeyPatch, com
 def test_spans_must_match_the_actions() -> None:
     with pytest.raises(ValueError, match="one entry per record"):
         EncodedRecords(b"abc", records.pack_spans([1, 2]), b"\x01")
+
+
+def _loop(enc: EncodedRecords) -> Any:
+    """The per-record Python loop over the compiled decoder (what decode() falls back to)."""
+    try:
+        return ("ok", records._decode(zip(enc.action_types(), enc.bodies, enc.origins or [b""] * len(enc),
+                                          strict=True)))
+    except Exception as exc:  # noqa: BLE001 - the class and message are what must match
+        return ("error", type(exc), str(exc))
+
+
+def _decoded(enc: EncodedRecords) -> Any:
+    try:
+        return ("ok", enc.decode())
+    except Exception as exc:  # noqa: BLE001
+        return ("error", type(exc), str(exc))
+
+
+@needs_c
+def test_decode_in_place_equals_the_loop() -> None:
+    """decode() in C over the one buffer gives the loop's records, or falls back to it and raises its error:
+    random rows of every kind (the decoder tests' generator), origin records, truncations and corruptions."""
+    from client.test_plainbuffer_compiled import canon, handmade, random_row
+
+    rng = random.Random(23)
+    taken = 0
+    for case in range(400):
+        bodies = [encode_row(random_row(rng)) for _ in range(rng.choice([0, 1, 3, 30]))]
+        origins = [encode_row(random_row(rng)) if rng.random() < 0.2 else b"" for _ in bodies]
+        if bodies and case % 3 == 0:  # one damaged body or origin record
+            at = rng.randrange(len(bodies))
+            bad = bytearray(rng.choice([bodies, origins])[at] or bodies[at])
+            if case % 2 == 0:
+                del bad[rng.randrange(len(bad)):]
+            else:
+                bad[rng.randrange(len(bad))] ^= 1 << rng.randrange(8)
+            (origins if origins[at] and case % 4 == 0 else bodies)[at] = bytes(bad)
+        if bodies and case % 7 == 0:
+            bodies[0] = rng.choice(handmade())
+        enc = EncodedRecords.from_bodies(bodies, [rng.choice([1, 2, 3]) for _ in bodies], origins)
+        expected = _loop(enc)
+        assert canon(_decoded(enc)) == canon(expected)  # canon: NaN by its bits, types kept apart
+        taken += records._decode_in(enc.data, enc.spans, enc.actions, enc.origin_spans, records.Record,
+                                    records._MEMBERS) is not None
+        assert (expected[0] == "ok") >= (records._decode_in(enc.data, enc.spans, enc.actions, enc.origin_spans,
+                                                            records.Record, records._MEMBERS) is not None)
+    assert taken > 150

@@ -440,23 +440,32 @@ static void raise_parse_error(PyObject *data, Py_ssize_t n, const pb_error *err,
     PyErr_SetString(PyExc_RuntimeError, "PlainBuffer parse failed for an unknown reason");
 }
 
-/* Decode the rows after the header into `rows` (a list): 0, or -1 with the exception set. */
-static int decode_body(PyObject *data, const unsigned char *d, Py_ssize_t n, PyObject *rows) {
+/* Parse the rows after the header into `rows` (a list): pb_parse's status; on PB_ERROR, *err and the name of the
+   cell being read (a new reference in *name, or NULL) say what failed, with no exception set. */
+static int visit_rows(const unsigned char *d, Py_ssize_t n, PyObject *rows, pb_error *err, PyObject **name) {
     obj_visitor o;
     memset(&o, 0, sizeof(o));
     vec_init(&o.pk);
     vec_init(&o.columns);
     o.rows = rows;
-    pb_error err;
-    int rc = pb_parse(d, n, 4, &OBJECT_VISITOR, &o, &err);
-    if (rc == PB_ERROR) {
-        raise_parse_error(data, n, &err, o.name);
-    }
+    int rc = pb_parse(d, n, 4, &OBJECT_VISITOR, &o, err);
     vec_free(&o.pk);
     vec_free(&o.columns);
-    Py_XDECREF(o.name);
+    *name = o.name;
     Py_XDECREF(o.value);
     Py_XDECREF(o.last_ts_obj);
+    return rc;
+}
+
+/* Decode the rows after the header into `rows` (a list): 0, or -1 with the exception set. */
+static int decode_body(PyObject *data, const unsigned char *d, Py_ssize_t n, PyObject *rows) {
+    pb_error err;
+    PyObject *name;
+    int rc = visit_rows(d, n, rows, &err, &name);
+    if (rc == PB_ERROR) {
+        raise_parse_error(data, n, &err, name);
+    }
+    Py_XDECREF(name);
     return rc == PB_OK ? 0 : -1;
 }
 
@@ -913,6 +922,131 @@ static PyObject *py_decode_record_list(PyObject *module, PyObject *records) {
     return out;
 }
 
+/* The one row of a record body in place: a new reference, or NULL -- with an exception set only for a failure no
+   retry on the object path would explain (no memory); a body decode_record refuses sets none. */
+static PyObject *record_row_in(const unsigned char *d, Py_ssize_t n) {
+    if (n < 4 || memcmp(d, PB_HEADER, 4) != 0) {
+        return NULL;
+    }
+    PyObject *rows = PyList_New(0);
+    if (rows == NULL) {
+        return NULL;
+    }
+    pb_error err;
+    PyObject *name;
+    int rc = visit_rows(d, n, rows, &err, &name);
+    Py_XDECREF(name);
+    PyObject *row = NULL;
+    if (rc == PB_OK && PyList_GET_SIZE(rows) == 1) {
+        row = Py_NewRef(PyList_GET_ITEM(rows, 0));
+    } else if (!PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        PyErr_Clear(); /* a visitor's refusal (invalid UTF-8): the object path raises it */
+    }
+    Py_DECREF(rows);
+    return row;
+}
+
+/* decode_records(data, spans, actions, origin_spans, record, members): the Record tuples of tunnel records kept in
+   one buffer (records.py's EncodedRecords: data[start:end] per int64 pair of spans; action types 1..3 picking
+   members[action]; origin records by origin_spans, None, or an empty span for none), with the cyclic GC paused;
+   what _decode in records.py makes from each body's decode_record. None when a record would not decode (or has
+   another action): that loop then raises its exact error. */
+static PyObject *py_decode_records(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *data_obj, *spans_obj, *actions_obj, *origins_obj, *record_cls, *members;
+    if (!PyArg_ParseTuple(args, "OOOOO!O!:decode_records", &data_obj, &spans_obj, &actions_obj, &origins_obj,
+                          &PyType_Type, &record_cls, &PyTuple_Type, &members)) {
+        return NULL;
+    }
+    if (!ready()) {
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(members) != 4 || !PyType_IsSubtype((PyTypeObject *)record_cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_ValueError, "decode_records: expects a tuple type and 4 action members");
+        return NULL;
+    }
+    Py_buffer data, spans, acts, origins;
+    int with_origins = origins_obj != Py_None;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (spans_arg(spans_obj, &spans, "decode_records") < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(actions_obj, &acts, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&spans);
+        return NULL;
+    }
+    if (with_origins && spans_arg(origins_obj, &origins, "decode_records") < 0) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&spans);
+        PyBuffer_Release(&acts);
+        return NULL;
+    }
+    Py_ssize_t n = acts.len;
+    PyObject *out = NULL;
+    int fallback = 0;
+    if (spans.len != 16 * n || (with_origins && origins.len != 16 * n)) {
+        PyErr_SetString(PyExc_ValueError, "decode_records: one span and one action type per record");
+        goto done;
+    }
+    out = PyList_New(n);
+    if (out == NULL) {
+        goto done;
+    }
+    int was_enabled = PyGC_Disable(); /* only acyclic tuples are allocated (see decode.gc_paused) */
+    const unsigned char *base = data.buf, *action_bytes = acts.buf;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        Py_ssize_t lo, hi, olo = 0, ohi = 0;
+        unsigned char action = action_bytes[r];
+        if (action < 1 || action > 3 || !pb_span(spans.buf, r, data.len, &lo, &hi) ||
+            (with_origins && !pb_span(origins.buf, r, data.len, &olo, &ohi))) {
+            fallback = 1;
+            break;
+        }
+        PyObject *row = record_row_in(base + lo, hi - lo);
+        PyObject *origin = row != NULL && ohi > olo ? record_row_in(base + olo, ohi - olo) : NULL;
+        if (row == NULL || (ohi > olo && origin == NULL)) {
+            Py_XDECREF(row);
+            fallback = !PyErr_Occurred();
+            break;
+        }
+        PyObject *items[5] = {
+            Py_NewRef(PyTuple_GET_ITEM(members, action)),
+            Py_NewRef(PyTuple_GET_ITEM(row, 0)), /* Row: primary_key, columns, delete_marker, sequence */
+            Py_NewRef(PyTuple_GET_ITEM(row, 1)),
+            Py_NewRef(PyTuple_GET_ITEM(row, 3)),
+            origin != NULL ? Py_NewRef(PyTuple_GET_ITEM(origin, 1)) : Py_NewRef(Py_None),
+        };
+        Py_DECREF(row);
+        Py_XDECREF(origin);
+        PyObject *record = new_named((PyTypeObject *)record_cls, items, 5);
+        if (record == NULL) {
+            break;
+        }
+        PyList_SET_ITEM(out, r, record);
+    }
+    if (was_enabled) {
+        PyGC_Enable();
+    }
+    if (fallback || PyErr_Occurred()) {
+        Py_CLEAR(out);
+        if (fallback) {
+            out = Py_NewRef(Py_None);
+        }
+    }
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&spans);
+    PyBuffer_Release(&acts);
+    if (with_origins) {
+        PyBuffer_Release(&origins);
+    }
+    return out;
+}
+
 static PyObject *py_crc8(PyObject *module, PyObject *data) {
     (void)module;
     Py_buffer view;
@@ -989,6 +1123,9 @@ static PyMethodDef methods[] = {
      "scan_records(data, spans, until_us, start, skip_empty): (first index >= start with a sequence timestamp >= "
      "until_us, newest sequence timestamp from start on), every record checked; None when one does not decode."},
     {"shift_spans", py_shift_spans, METH_VARARGS, "shift_spans(spans, delta): int64 pairs with delta added."},
+    {"decode_records", py_decode_records, METH_VARARGS,
+     "decode_records(data, spans, actions, origin_spans, record, members): Record tuples of records kept in one "
+     "buffer, or None when one would not decode (the Python loop raises its error)."},
     {"split_read_records", py_split_read_records, METH_O,
      "split_read_records(body): a ReadRecordsResponse as (spans, actions, origin_spans, next_token, may_more), "
      "or None when the protobuf runtime must parse it."},
