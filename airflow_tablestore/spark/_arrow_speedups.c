@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../client/plainbuffer/_parse.h"
+#include "../client/plainbuffer/_records.h"
 
 /* ---- records -> Arrow change-log columns ----------------------------------------------------------------- */
 /* change_log_arrays(records, action_names, op_names): the leaf buffers of spark/changes.py's change-log table,
@@ -954,38 +955,16 @@ static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOO|O:change_log_from_bodies", &data_obj, &spans_obj, &actions, &origins_obj)) {
         return NULL;
     }
-    Py_buffer data, spans, act, origins;
-    int with_origins = origins_obj != Py_None;
-    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) {
-        return NULL;
-    }
-    if (PyObject_GetBuffer(spans_obj, &spans, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&data);
-        return NULL;
-    }
-    if (PyObject_GetBuffer(actions, &act, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&data);
-        PyBuffer_Release(&spans);
-        return NULL;
-    }
-    if (with_origins && PyObject_GetBuffer(origins_obj, &origins, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&data);
-        PyBuffer_Release(&spans);
-        PyBuffer_Release(&act);
+    pb_records in;
+    if (pb_records_get(&in, data_obj, spans_obj, actions, origins_obj, "change_log_from_bodies") < 0) {
         return NULL;
     }
     acol cols[CL_COUNT];
     abuf pk_offsets = {0}, col_offsets = {0};
     int st = A_OK;
     int inited = 0;
-    Py_ssize_t n = spans.len / 16;
-    const unsigned char *action_bytes = act.buf;
-    if (spans.len % 16 != 0 || act.len != n || (with_origins && origins.len != spans.len)) {
-        PyErr_Format(PyExc_ValueError, "change_log_from_bodies: %zd bytes of spans but %zd action types%s",
-                     spans.len, act.len, with_origins && origins.len != spans.len ? " (or origin spans)" : "");
-        st = A_ERROR;
-        goto done;
-    }
+    Py_ssize_t n = in.count;
+    const unsigned char *action_bytes = in.actions.buf;
     if (change_log_init(cols, &inited, &pk_offsets, &col_offsets) < 0) {
         st = A_ERROR;
         goto done;
@@ -995,13 +974,12 @@ static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
     lv.cols = cols;
     for (Py_ssize_t r = 0; r < n; r++) {
         unsigned char action = action_bytes[r];
-        Py_ssize_t lo, hi;
-        if (action < 1 || action > 3 || !pb_span(spans.buf, r, data.len, &lo, &hi)) {
+        const unsigned char *d;
+        Py_ssize_t len;
+        if (action < 1 || action > 3 || !pb_record_at(&in, r, 0, &d, &len)) {
             st = A_FALLBACK;
             goto done;
         }
-        const unsigned char *d = (const unsigned char *)data.buf + lo;
-        Py_ssize_t len = hi - lo;
         if (len < 4 || memcmp(d, PB_HEADER, 4) != 0) {
             st = A_FALLBACK;
             goto done;
@@ -1017,13 +995,10 @@ static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
             st = rc == V_ERROR ? A_ERROR : A_FALLBACK;
             goto done;
         }
-        if (with_origins) { /* not in the change log, but checked as decoding checks it */
-            st = pb_span(origins.buf, r, data.len, &lo, &hi) ? origin_checked((const unsigned char *)data.buf + lo,
-                                                                             hi - lo)
-                                                             : A_FALLBACK;
-            if (st != A_OK) {
-                goto done;
-            }
+        /* an origin record is not in the change log, but checked as decoding checks it */
+        st = pb_record_at(&in, r, 1, &d, &len) ? origin_checked(d, len) : A_FALLBACK;
+        if (st != A_OK) {
+            goto done;
         }
         if (cols[CL_PK].n > INT32_MAX || cols[CL_COL].n > INT32_MAX) {
             st = A_FALLBACK;
@@ -1043,12 +1018,7 @@ static PyObject *py_change_log_from_bodies(PyObject *module, PyObject *args) {
     }
 done:;
     PyObject *out = change_log_result(st, n, &pk_offsets, &col_offsets, cols, inited);
-    PyBuffer_Release(&act);
-    PyBuffer_Release(&spans);
-    PyBuffer_Release(&data);
-    if (with_origins) {
-        PyBuffer_Release(&origins);
-    }
+    pb_records_release(&in);
     return out;
 }
 
@@ -1474,19 +1444,6 @@ static int record_row_cb(void *ctx, int deleted, const pb_sequence *seq) {
 static const pb_visitor RECORD_VISITOR = {flat_name_cb, flat_value_cb, record_cell_cb, record_row_cb};
 
 
-/* data[spans[i]] as a record body: A_OK with its start and length set, or A_FALLBACK when the span is not a range
-   inside the data (the object path then decides what such records are). */
-static int record_body(const Py_buffer *data, const Py_buffer *spans, Py_ssize_t i, const unsigned char **body,
-                       Py_ssize_t *len) {
-    Py_ssize_t lo, hi;
-    if (!pb_span(spans->buf, i, data->len, &lo, &hi)) {
-        return A_FALLBACK;
-    }
-    *body = (const unsigned char *)data->buf + lo;
-    *len = hi - lo;
-    return A_OK;
-}
-
 static int pb_status(int rc) { return rc == PB_OK ? A_OK : (rc == V_ERROR ? A_ERROR : A_FALLBACK); }
 
 /* flat_from_records(data, spans, actions, specs, cells, with_action, origin_spans=None): the flat batch of the
@@ -1505,10 +1462,10 @@ static PyObject *py_flat_from_records(PyObject *module, PyObject *args) {
                           &specs, &PyDict_Type, &cells, &with_action, &origins_obj)) {
         return NULL;
     }
-    PyObject *sources[4] = {data_obj, spans_obj, actions_obj, origins_obj};
-    Py_buffer views[4];
-    const Py_buffer *data = &views[0], *spans = &views[1], *actions = &views[2], *origins = &views[3];
-    int held = 0; /* buffers held, in sources' order (the origins' only when given) */
+    pb_records in;
+    if (pb_records_get(&in, data_obj, spans_obj, actions_obj, origins_obj, "flat_from_records") < 0) {
+        return NULL;
+    }
     flat_plan fp;
     flat_visitor fv;
     acol action_col;
@@ -1517,25 +1474,13 @@ static PyObject *py_flat_from_records(PyObject *module, PyObject *args) {
     memset(&fp, 0, sizeof(fp));
     memset(&fv, 0, sizeof(fv));
     memset(&action_col, 0, sizeof(action_col));
-    for (; held < 4 && !(held == 3 && origins_obj == Py_None); held++) {
-        if (PyObject_GetBuffer(sources[held], &views[held], PyBUF_SIMPLE) < 0) {
-            st = A_ERROR;
-            goto done;
-        }
-    }
-    Py_ssize_t n = actions->len;
-    if (spans->len != 16 * n || (held == 4 && origins->len != 16 * n)) {
-        PyErr_Format(PyExc_ValueError, "flat_from_records: %zd action types but %zd bytes of spans (16 a record)", n,
-                     spans->len != 16 * n ? spans->len : origins->len);
-        st = A_ERROR;
-        goto done;
-    }
+    Py_ssize_t n = in.count;
     if (flat_plan_init(&fp, specs, "flat_from_records") < 0 || acol_init(&action_col, AK_STR) < 0) {
         st = A_ERROR;
         goto done;
     }
     TRY(flat_visitor_init(&fv, &fp, cells));
-    const unsigned char *action_bytes = actions->buf;
+    const unsigned char *action_bytes = in.actions.buf;
     for (Py_ssize_t r = 0; r < n; r++) {
         const unsigned char *body;
         Py_ssize_t len;
@@ -1544,7 +1489,7 @@ static PyObject *py_flat_from_records(PyObject *module, PyObject *args) {
             st = A_FALLBACK;
             goto done;
         }
-        TRY(record_body(data, spans, r, &body, &len));
+        TRY(pb_record_at(&in, r, 0, &body, &len) ? A_OK : A_FALLBACK);
         if (len < 4 || memcmp(body, PB_HEADER, 4) != 0) {
             st = A_FALLBACK;
             goto done;
@@ -1558,10 +1503,8 @@ static PyObject *py_flat_from_records(PyObject *module, PyObject *args) {
         if (with_action) {
             TRY(acol_str(&action_col, ACTION_NAMES[action], (Py_ssize_t)strlen(ACTION_NAMES[action])));
         }
-        if (held == 4) {
-            TRY(record_body(data, origins, r, &body, &len));
-            TRY(origin_checked(body, len));
-        }
+        TRY(pb_record_at(&in, r, 1, &body, &len) ? A_OK : A_FALLBACK);
+        TRY(origin_checked(body, len));
     }
     PyObject *leaves = flat_plan_leaves(&fp);
     PyObject *action_leaf = leaves == NULL ? NULL : with_action ? acol_finish(&action_col) : Py_NewRef(Py_None);
@@ -1581,9 +1524,7 @@ done:
     flat_plan_free(&fp);
     flat_visitor_free(&fv);
     acol_free(&action_col);
-    for (int k = 0; k < held; k++) {
-        PyBuffer_Release(&views[k]);
-    }
+    pb_records_release(&in);
     return st == A_ERROR ? NULL : out;
 }
 

@@ -489,20 +489,4 @@ static inline int pb_ignore_cell(void *ctx, int in_pk, int has_ts, int64_t ts, i
     return 0;
 }
 
-/* ---- record spans: an answer's records as (start, end) int64 pairs into one buffer (client/records.py) --- */
-
-/* Record i's body bounds from `spans` (native int64 pairs, any alignment): 1, or 0 when they do not lie inside a
- * buffer of `data_len` bytes in order. */
-static inline int pb_span(const unsigned char *spans, Py_ssize_t i, Py_ssize_t data_len, Py_ssize_t *start,
-                          Py_ssize_t *end) {
-    int64_t pair[2];
-    memcpy(pair, spans + 16 * i, 16);
-    if (pair[0] < 0 || pair[0] > pair[1] || pair[1] > (int64_t)data_len) {
-        return 0;
-    }
-    *start = (Py_ssize_t)pair[0];
-    *end = (Py_ssize_t)pair[1];
-    return 1;
-}
-
 #endif

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "_parse.h"
+#include "_records.h"
 
 /* ---- state handed over by setup() ------------------------------------------------------------------- */
 
@@ -965,50 +966,31 @@ static PyObject *py_decode_records(PyObject *module, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "decode_records: expects a tuple type and 4 action members");
         return NULL;
     }
-    Py_buffer data, spans, acts, origins;
-    int with_origins = origins_obj != Py_None;
-    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) {
+    pb_records in;
+    if (pb_records_get(&in, data_obj, spans_obj, actions_obj, origins_obj, "decode_records") < 0) {
         return NULL;
     }
-    if (spans_arg(spans_obj, &spans, "decode_records") < 0) {
-        PyBuffer_Release(&data);
-        return NULL;
-    }
-    if (PyObject_GetBuffer(actions_obj, &acts, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&data);
-        PyBuffer_Release(&spans);
-        return NULL;
-    }
-    if (with_origins && spans_arg(origins_obj, &origins, "decode_records") < 0) {
-        PyBuffer_Release(&data);
-        PyBuffer_Release(&spans);
-        PyBuffer_Release(&acts);
-        return NULL;
-    }
-    Py_ssize_t n = acts.len;
-    PyObject *out = NULL;
+    Py_ssize_t n = in.count;
     int fallback = 0;
-    if (spans.len != 16 * n || (with_origins && origins.len != 16 * n)) {
-        PyErr_SetString(PyExc_ValueError, "decode_records: one span and one action type per record");
-        goto done;
-    }
-    out = PyList_New(n);
+    PyObject *out = PyList_New(n);
     if (out == NULL) {
-        goto done;
+        pb_records_release(&in);
+        return NULL;
     }
     int was_enabled = PyGC_Disable(); /* only acyclic tuples are allocated (see decode.gc_paused) */
-    const unsigned char *base = data.buf, *action_bytes = acts.buf;
+    const unsigned char *action_bytes = in.actions.buf;
     for (Py_ssize_t r = 0; r < n; r++) {
-        Py_ssize_t lo, hi, olo = 0, ohi = 0;
+        const unsigned char *body, *origin_body;
+        Py_ssize_t len, origin_len;
         unsigned char action = action_bytes[r];
-        if (action < 1 || action > 3 || !pb_span(spans.buf, r, data.len, &lo, &hi) ||
-            (with_origins && !pb_span(origins.buf, r, data.len, &olo, &ohi))) {
+        if (action < 1 || action > 3 || !pb_record_at(&in, r, 0, &body, &len) ||
+            !pb_record_at(&in, r, 1, &origin_body, &origin_len)) {
             fallback = 1;
             break;
         }
-        PyObject *row = record_row_in(base + lo, hi - lo);
-        PyObject *origin = row != NULL && ohi > olo ? record_row_in(base + olo, ohi - olo) : NULL;
-        if (row == NULL || (ohi > olo && origin == NULL)) {
+        PyObject *row = record_row_in(body, len);
+        PyObject *origin = row != NULL && origin_len > 0 ? record_row_in(origin_body, origin_len) : NULL;
+        if (row == NULL || (origin_len > 0 && origin == NULL)) {
             Py_XDECREF(row);
             fallback = !PyErr_Occurred();
             break;
@@ -1037,13 +1019,7 @@ static PyObject *py_decode_records(PyObject *module, PyObject *args) {
             out = Py_NewRef(Py_None);
         }
     }
-done:
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&spans);
-    PyBuffer_Release(&acts);
-    if (with_origins) {
-        PyBuffer_Release(&origins);
-    }
+    pb_records_release(&in);
     return out;
 }
 
