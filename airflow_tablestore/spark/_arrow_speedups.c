@@ -833,30 +833,36 @@ static int typed_parsed(acol *tv, const pb_value *v) {
     return A_FALLBACK; /* INF_MIN, INF_MAX, AUTO_INCREMENT: records_to_arrow raises for them */
 }
 
-/* -- the change log from tunnel record bodies */
-
+/* What a visitor holds of the cell being read: its name and value, pointing into the buffer. The visitors that keep
+   them start with it, so one pair of name and value callbacks serves them all. */
 typedef struct {
-    acol *cols;
     const unsigned char *name;
     Py_ssize_t name_len;
     pb_value value;
+} cell_seen;
+
+static int seen_name(void *ctx, const unsigned char *p, Py_ssize_t len, Py_ssize_t at, unsigned int *crc) {
+    cell_seen *cell = ctx;
+    (void)at;
+    cell->name = p;
+    cell->name_len = len;
+    return take_name(p, len, crc);
+}
+
+static int seen_value(void *ctx, int vt, const unsigned char *p, Py_ssize_t len, Py_ssize_t row_start) {
+    (void)row_start;
+    return take_value(&((cell_seen *)ctx)->value, vt, p, len);
+}
+
+/* -- the change log from tunnel record bodies */
+
+typedef struct {
+    cell_seen cell; /* first: seen_name and seen_value take the visitor as it */
+    acol *cols;
     Py_ssize_t rows; /* rows seen in the current body */
     int has_seq;
     int64_t seq[3];
 } log_visitor;
-
-static int log_name(void *ctx, const unsigned char *p, Py_ssize_t len, Py_ssize_t at, unsigned int *crc) {
-    log_visitor *lv = ctx;
-    (void)at;
-    lv->name = p;
-    lv->name_len = len;
-    return take_name(p, len, crc);
-}
-
-static int log_value(void *ctx, int vt, const unsigned char *p, Py_ssize_t len, Py_ssize_t row_start) {
-    (void)row_start;
-    return take_value(&((log_visitor *)ctx)->value, vt, p, len);
-}
 
 static const char *const OP_NAMES[5] = {"PUT", "DELETE_ALL_VERSIONS", NULL, "DELETE_ONE_VERSION", "INCREMENT"};
 
@@ -865,14 +871,14 @@ static int log_cell(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
     acol *cols = lv->cols;
     int st;
     if (in_pk) {
-        st = acol_str(&cols[CL_PK], (const char *)lv->name, lv->name_len);
+        st = acol_str(&cols[CL_PK], (const char *)lv->cell.name, lv->cell.name_len);
         if (st == A_OK) {
-            st = typed_parsed(&cols[CL_PK + 1], &lv->value);
+            st = typed_parsed(&cols[CL_PK + 1], &lv->cell.value);
         }
         return visit_status(st);
     }
     const char *op_name = OP_NAMES[op == OP_PUT ? 0 : op];
-    st = acol_str(&cols[CL_COL], (const char *)lv->name, lv->name_len);
+    st = acol_str(&cols[CL_COL], (const char *)lv->cell.name, lv->cell.name_len);
     if (st == A_OK) {
         st = acol_str(&cols[CL_COL + 1], op_name, (Py_ssize_t)strlen(op_name));
     }
@@ -880,7 +886,7 @@ static int log_cell(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
         st = has_ts ? acol_i64(&cols[CL_COL + 2], ts) : acol_null(&cols[CL_COL + 2]);
     }
     if (st == A_OK) {
-        st = typed_parsed(&cols[CL_COL + 3], &lv->value);
+        st = typed_parsed(&cols[CL_COL + 3], &lv->cell.value);
     }
     return visit_status(st);
 }
@@ -898,26 +904,15 @@ static int log_row(void *ctx, int deleted, const pb_sequence *seq) {
     return lv->rows > 1 ? V_FALLBACK : 0; /* a record holds one row: decode_record raises otherwise */
 }
 
-static const pb_visitor LOG_VISITOR = {log_name, log_value, log_cell, log_row};
+static const pb_visitor LOG_VISITOR = {seen_name, seen_value, log_cell, log_row};
 
 static const char *const ACTION_NAMES[4] = {NULL, "PUT_ROW", "UPDATE_ROW", "DELETE_ROW"};
 
 /* A record body's check without output (an origin record): decode_record would decode it. */
 typedef struct {
-    pb_value value;
+    cell_seen cell;
     Py_ssize_t rows;
 } check_visitor;
-
-static int check_name_cb(void *ctx, const unsigned char *p, Py_ssize_t len, Py_ssize_t at, unsigned int *crc) {
-    (void)ctx;
-    (void)at;
-    return take_name(p, len, crc);
-}
-
-static int check_value_cb(void *ctx, int vt, const unsigned char *p, Py_ssize_t len, Py_ssize_t row_start) {
-    (void)row_start;
-    return take_value(&((check_visitor *)ctx)->value, vt, p, len);
-}
 
 static int check_row_cb(void *ctx, int deleted, const pb_sequence *seq) {
     (void)deleted;
@@ -925,7 +920,7 @@ static int check_row_cb(void *ctx, int deleted, const pb_sequence *seq) {
     return ++((check_visitor *)ctx)->rows > 1 ? V_FALLBACK : 0;
 }
 
-static const pb_visitor CHECK_VISITOR = {check_name_cb, check_value_cb, pb_ignore_cell, check_row_cb};
+static const pb_visitor CHECK_VISITOR = {seen_name, seen_value, pb_ignore_cell, check_row_cb};
 
 /* An origin record's body (len 0: none): A_OK when decode_record would decode it, else A_FALLBACK (it raises on
    the object path), or A_ERROR. The change log and the flat batch keep nothing of it. */
@@ -936,7 +931,8 @@ static int origin_checked(const unsigned char *body, Py_ssize_t len) {
     if (len < 4 || memcmp(body, PB_HEADER, 4) != 0) {
         return A_FALLBACK;
     }
-    check_visitor cv = {{0, NULL, 0}, 0};
+    check_visitor cv;
+    memset(&cv, 0, sizeof(cv));
     pb_error err;
     int rc = pb_parse(body, len, 4, &CHECK_VISITOR, &cv, &err);
     if (rc != PB_OK) {
@@ -1031,6 +1027,7 @@ typedef struct {
 } flat_name;
 
 typedef struct {
+    cell_seen cell; /* first: seen_name and seen_value take the visitor as it */
     flat_plan *plan;
     flat_name *names; /* the cell and versions columns' names, open addressing by flat_hash */
     Py_ssize_t slots;
@@ -1038,9 +1035,6 @@ typedef struct {
     int64_t *held_ts; /* records: the held value's timestamp (none counts as 0) */
     pb_value *pk;     /* this row's key values */
     Py_ssize_t pk_len, pk_cap;
-    const unsigned char *name;
-    Py_ssize_t name_len;
-    pb_value value;
     /* which rows to leave out (TablestoreReader.without_tombstones / without_empty) */
     const char *fence;
     Py_ssize_t fence_len;
@@ -1136,19 +1130,6 @@ static inline int same_name(const unsigned char *p, Py_ssize_t len, const char *
     return q != NULL && len == qlen && memcmp(p, q, (size_t)len) == 0;
 }
 
-static int flat_name_cb(void *ctx, const unsigned char *p, Py_ssize_t len, Py_ssize_t at, unsigned int *crc) {
-    flat_visitor *fv = ctx;
-    (void)at;
-    fv->name = p;
-    fv->name_len = len;
-    return take_name(p, len, crc);
-}
-
-static int flat_value_cb(void *ctx, int vt, const unsigned char *p, Py_ssize_t len, Py_ssize_t row_start) {
-    (void)row_start;
-    return take_value(&((flat_visitor *)ctx)->value, vt, p, len);
-}
-
 static int flat_key_cell(flat_visitor *fv) {
     if (fv->pk_len == fv->pk_cap) {
         Py_ssize_t cap = fv->pk_cap ? fv->pk_cap * 2 : 8;
@@ -1160,7 +1141,7 @@ static int flat_key_cell(flat_visitor *fv) {
         fv->pk = pk;
         fv->pk_cap = cap;
     }
-    fv->pk[fv->pk_len++] = fv->value;
+    fv->pk[fv->pk_len++] = fv->cell.value;
     return 0;
 }
 
@@ -1193,19 +1174,19 @@ static int flat_cell_cb(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
         return flat_key_cell(fv);
     }
     fv->row_cells += 1;
-    if (same_name(fv->name, fv->name_len, fv->fence, fv->fence_len)) {
+    if (same_name(fv->cell.name, fv->cell.name_len, fv->fence, fv->fence_len)) {
         /* is_tombstone: the newest fence cell (the first of equal timestamps; no timestamp counts as 0) */
         int64_t stamp = has_ts ? ts : 0;
         if (fv->row_fences == 0 || stamp > fv->fence_ts) {
             fv->fence_ts = stamp;
-            fv->fence_value = fv->value;
+            fv->fence_value = fv->cell.value;
         }
         fv->row_fences += 1;
     }
-    if (!same_name(fv->name, fv->name_len, fv->ignored, fv->ignored_len)) {
+    if (!same_name(fv->cell.name, fv->cell.name_len, fv->ignored, fv->ignored_len)) {
         fv->row_others += 1;
     }
-    Py_ssize_t i = flat_lookup(fv, fv->name, fv->name_len);
+    Py_ssize_t i = flat_lookup(fv, fv->cell.name, fv->cell.name_len);
     if (i < 0) {
         return 0;
     }
@@ -1214,7 +1195,7 @@ static int flat_cell_cb(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
         fp->seen[i] = 1;
         int st = has_ts ? acol_i64(&fp->stamps[i], ts) : acol_null(&fp->stamps[i]);
         if (st == A_OK) {
-            st = flat_parsed(&fp->values[i], fp->kind[i], &fv->value);
+            st = flat_parsed(&fp->values[i], fp->kind[i], &fv->cell.value);
         }
         if (st == A_FALLBACK) { /* decided at the row's end: a row left out does not count */
             fv->row_misfit = 1;
@@ -1222,8 +1203,8 @@ static int flat_cell_cb(void *ctx, int in_pk, int has_ts, int64_t ts, int op) {
         }
         return visit_status(st);
     }
-    if (fv->held[i].vt == VT_ABSENT && fv->value.vt != VT_NULL && fv->value.vt != VT_ABSENT) {
-        fv->held[i] = fv->value; /* RowsToArrow: the first non-null version (newest first) */
+    if (fv->held[i].vt == VT_ABSENT && fv->cell.value.vt != VT_NULL && fv->cell.value.vt != VT_ABSENT) {
+        fv->held[i] = fv->cell.value; /* RowsToArrow: the first non-null version (newest first) */
     }
     return 0;
 }
@@ -1271,7 +1252,7 @@ static int flat_row_cb(void *ctx, int deleted, const pb_sequence *seq) {
     return visit_status(st);
 }
 
-static const pb_visitor FLAT_VISITOR = {flat_name_cb, flat_value_cb, flat_cell_cb, flat_row_cb};
+static const pb_visitor FLAT_VISITOR = {seen_name, seen_value, flat_cell_cb, flat_row_cb};
 
 /* UTF-8 of a str argument, or NULL (None, or an error set: *failed). */
 static const char *utf8_arg(PyObject *obj, Py_ssize_t *len, int *failed) {
@@ -1384,7 +1365,7 @@ static int record_cell_cb(void *ctx, int in_pk, int has_ts, int64_t ts, int op) 
     if (op != OP_PUT) {
         return 0;
     }
-    Py_ssize_t i = flat_lookup(fv, fv->name, fv->name_len);
+    Py_ssize_t i = flat_lookup(fv, fv->cell.name, fv->cell.name_len);
     int64_t stamp = has_ts ? ts : 0;
     if (i >= 0 && fv->plan->source[i] == FS_VERSIONS) {
         if (fv->pending_len == fv->pending_cap) {
@@ -1403,14 +1384,14 @@ static int record_cell_cb(void *ctx, int in_pk, int has_ts, int64_t ts, int op) 
         v->stamp = stamp;
         v->has_ts = has_ts;
         v->ts = ts;
-        v->value = fv->value;
+        v->value = fv->cell.value;
         return 0;
     }
-    if (fv->value.vt == VT_NULL || fv->value.vt == VT_ABSENT) {
+    if (fv->cell.value.vt == VT_NULL || fv->cell.value.vt == VT_ABSENT) {
         return 0;
     }
     if (i >= 0 && (fv->held[i].vt == VT_ABSENT || stamp > fv->held_ts[i])) {
-        fv->held[i] = fv->value;
+        fv->held[i] = fv->cell.value;
         fv->held_ts[i] = stamp;
     }
     return 0;
@@ -1441,7 +1422,7 @@ static int record_row_cb(void *ctx, int deleted, const pb_sequence *seq) {
     return flat_row_cb(ctx, deleted, seq);
 }
 
-static const pb_visitor RECORD_VISITOR = {flat_name_cb, flat_value_cb, record_cell_cb, record_row_cb};
+static const pb_visitor RECORD_VISITOR = {seen_name, seen_value, record_cell_cb, record_row_cb};
 
 
 static int pb_status(int rc) { return rc == PB_OK ? A_OK : (rc == V_ERROR ? A_ERROR : A_FALLBACK); }
