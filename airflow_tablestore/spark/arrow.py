@@ -29,6 +29,7 @@ import pyarrow as pa
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import ColumnType, PrimaryKey, Row
 from airflow_tablestore.client.plainbuffer.implementation import IMPLEMENTATION
+from airflow_tablestore.client.records import EncodedRecords
 
 ARROW_TYPES: dict[ColumnType, pa.DataType] = {
     ColumnType.INTEGER: pa.int64(),
@@ -263,19 +264,18 @@ class RowsToArrow:
         """Whether :meth:`changes_encoded` can apply (as :attr:`takes_encoded`)."""
         return _flat_from_records is not None and self._flat_specs is not None
 
-    def changes_encoded(self, data: Any, spans: Any, actions: bytes, origin_spans: Any = None, *,
+    def changes_encoded(self, records: EncodedRecords, *,
                         with_action: bool = False) -> tuple[pa.RecordBatch, pa.Array | None] | None:
         """The streaming source's flat batch of tunnel records kept encoded, built in C without decoding: per
         record a row of its key and, per attribute column, its newest PUT value (by timestamp, none counting as
         0; of equal ones the first; null when the record deletes or lacks the column) or, for a versioned column,
-        every PUT version in that order, plus, ``with_action``,
-        the records' action names. Record ``i`` is ``data[start:end]`` of the ``i``-th native int64 pair in
-        ``spans``, its action type ``actions[i]``; origin records (``origin_spans``) are only checked. None when
-        it does not apply: then decode the records (which raises for corrupt ones) and use :meth:`batch`."""
+        every PUT version in that order; plus, ``with_action``, the records' action names. Origin records are
+        only checked. None when it does not apply: then decode the records (which raises for corrupt ones) and
+        use :meth:`batch`."""
         if _flat_from_records is None or self._flat_specs is None:
             return None
-        out = _flat_from_records(data, spans, actions, self._flat_specs, self._flat_names, with_action,
-                                 origin_spans)
+        out = _flat_from_records(records.data, records.spans, records.actions, self._flat_specs, self._flat_names,
+                                 with_action, records.origin_spans)
         if out is None:
             return None
         n, leaves, action_leaf = out

@@ -362,7 +362,7 @@ def test_flat_changes_equal() -> None:
         if arrow_c is not None and COMPILED:
             assert output.takes_encoded
             assert output.flat is not None
-            assert output.flat.changes_encoded(enc.data, enc.spans, enc.actions) is not None
+            assert output.flat.changes_encoded(enc) is not None
             taken += 1
     assert taken == 80 or arrow_c is None or not COMPILED
 
@@ -378,7 +378,7 @@ def test_flat_changes_misfits_same_outcome() -> None:
                                                   misfits=0.1))
         assert same_outcome(straight_batches(output, enc), object_batches(output, enc))
         assert output.flat is not None
-        refused += output.flat.changes_encoded(enc.data, enc.spans, enc.actions) is None
+        refused += output.flat.changes_encoded(enc) is None
     assert refused > 10 or arrow_c is None or not COMPILED
 
 
@@ -409,7 +409,7 @@ def test_corrupt_records_same_outcome() -> None:
         assert same_outcome(straight_batches(output, enc), expected), bad
         if expected[0] == "error" and arrow_c is not None and COMPILED:
             assert output.flat is not None
-            assert output.flat.changes_encoded(enc.data, enc.spans, enc.actions, with_action=True) is None
+            assert output.flat.changes_encoded(enc, with_action=True) is None
     for actions in ([1, 7] + [1] * 10, [0] * 12, [1] * 11 + [300]):  # unknown action types
         enc = EncodedRecords.from_bodies(good.bodies, actions)
         expected = object_batches(output, enc)
@@ -428,7 +428,7 @@ def test_origin_records_are_checked_not_used() -> None:
     assert same_outcome(expected, object_batches(output, good))  # origins change nothing in the batch
     if arrow_c is not None and COMPILED:
         assert output.flat is not None
-        assert output.flat.changes_encoded(enc.data, enc.spans, enc.actions, enc.origin_spans) is not None
+        assert output.flat.changes_encoded(enc) is not None
     for bad in [*corruptions(rng, good.bodies[2], 30), good.bodies[0] + good.bodies[1][4:], b"\x75\x00\x00\x00"]:
         enc = EncodedRecords.from_bodies(good.bodies, good.actions, [b"", bad, b"", b"", b"", b""])
         expected = object_batches(output, enc)
@@ -452,7 +452,7 @@ def test_versioned_user_schema_equal() -> None:
         assert same_outcome(straight_batches(output, enc), expected)
         if arrow_c is not None and COMPILED:
             assert output.takes_encoded and output.flat is not None
-            straight = output.flat.changes_encoded(enc.data, enc.spans, enc.actions)
+            straight = output.flat.changes_encoded(enc)
             assert straight is not None or misfits
             taken += straight is not None
     assert taken >= 45 or arrow_c is None or not COMPILED

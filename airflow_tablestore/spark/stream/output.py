@@ -78,8 +78,7 @@ class ChangeOutput:
             return
         with_action = self.action_index is not None
         if isinstance(records, EncodedRecords):
-            straight = self.flat.changes_encoded(records.data, records.spans, records.actions, records.origin_spans,
-                                                 with_action=with_action)
+            straight = self.flat.changes_encoded(records, with_action=with_action)
             if straight is not None:
                 yield self._with_action(*straight)
                 return
