@@ -106,14 +106,36 @@ class FaultRegistry:
             raise EmulatorError(fault.code, fault.message, fault.status)
 
 
+class RequestCounts:
+    """How many requests each API path answered since the start (or the last reset): what a benchmark reads to
+    state requests per record by API."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, path: str) -> None:
+        with self._lock:
+            self._counts[path] = self._counts.get(path, 0) + 1
+
+    def take(self, reset: bool = False) -> dict[str, int]:
+        with self._lock:
+            counts = dict(self._counts)
+            if reset:
+                self._counts.clear()
+        return counts
+
+
 class ControlApi:
     """Server side of the control surface."""
 
-    def __init__(self, store: Store, clock: Clock, faults: FaultRegistry, config: EmulatorConfig) -> None:
+    def __init__(self, store: Store, clock: Clock, faults: FaultRegistry, config: EmulatorConfig,
+                 requests: RequestCounts | None = None) -> None:
         self.store = store
         self.clock = clock
         self.faults = faults
         self.config = config
+        self.requests = requests or RequestCounts()
         self._routes = self.routes()
 
     def routes(self) -> dict[str, ControlHandler]:
@@ -129,6 +151,7 @@ class ControlApi:
             CONTROL_PREFIX + "faults/add": self.add_fault,
             CONTROL_PREFIX + "faults/clear": self.clear_faults,
             CONTROL_PREFIX + "state": self.state,
+            CONTROL_PREFIX + "requests": self.request_counts,
         }
 
     def advance_time(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -182,6 +205,9 @@ class ControlApi:
     def clear_faults(self, payload: dict[str, Any]) -> dict[str, Any]:
         self.faults.clear()
         return {"faults": []}
+
+    def request_counts(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"requests": self.requests.take(reset=bool(payload.get("reset", False)))}
 
     def state(self, payload: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -294,6 +320,11 @@ class ControlClient:
     def trim(self, table: str) -> int:
         """Trim expired stream records of ``table`` now; returns how many were removed."""
         return int(self.call("stream/trim", table=table)["trimmed"])
+
+    def request_counts(self, *, reset: bool = False) -> dict[str, int]:
+        """Requests answered per API path (``/ReadRecords``, ``/Heartbeat``, ...) since the start or the last
+        ``reset=True``."""
+        return dict(self.call("requests", reset=reset)["requests"])
 
     def add_fault(self, path: str, code: str | None = "OTSServerBusy", *, status: int = 503,
                   message: str = "Server is busy.", count: int = 1, delay_s: float = 0.0,

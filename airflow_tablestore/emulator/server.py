@@ -24,7 +24,7 @@ from airflow_tablestore.emulator import auth
 from airflow_tablestore.emulator.api_common import ApiSurface, Handler
 from airflow_tablestore.emulator.clock import Clock, ClockError
 from airflow_tablestore.emulator.config import EmulatorConfig
-from airflow_tablestore.emulator.control import CONTROL_PREFIX, ControlApi, FaultRegistry
+from airflow_tablestore.emulator.control import CONTROL_PREFIX, ControlApi, FaultRegistry, RequestCounts
 from airflow_tablestore.emulator.errors import EmulatorError
 from airflow_tablestore.emulator.store.database import Store
 from airflow_tablestore.emulator.stream.api import StreamApi
@@ -72,7 +72,8 @@ class Emulator:
                              f"(newest at {latest / 1e6:.0f} s since the epoch): use an empty --data-dir")
         self.clock.not_before(latest)
         self.faults = FaultRegistry()
-        self.control = ControlApi(self.store, self.clock, self.faults, config)
+        self.requests = RequestCounts()
+        self.control = ControlApi(self.store, self.clock, self.faults, config, self.requests)
         surfaces: tuple[ApiSurface, ...] = (TableApi(self.store, self.clock, config),
                                             StreamApi(self.store, self.clock),
                                             TunnelApi(self.store, self.clock, config))
@@ -386,6 +387,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             handler = emu.handlers.get(uri)
             if handler is None:
                 raise EmulatorError("OTSParameterInvalid", f"Unsupported operation: {uri.lstrip('/')}.", 400)
+            emu.requests.add(uri)
             emu.faults.apply(uri)
             resp = handler(body)
             self._send_pb(emu, uri, key, 200, resp if isinstance(resp, bytes) else resp.SerializeToString(), rid)

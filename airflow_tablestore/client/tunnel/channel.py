@@ -1,7 +1,9 @@
 """One channel's consumer: a small state machine WAIT → RUNNING → CLOSING → CLOSED.
 
-A reader thread keeps up to ``read_ahead`` ReadRecords answers queued while the consumer thread processes the
-previous batch, strictly in order. Progress is checkpointed every ``checkpoint_interval_s``, on close (the
+The consumer holds no thread of its own: its ReadRecords calls run on the worker's read pool and its batches on
+the process pool (:class:`~airflow_tablestore.client.tunnel.pools.ChannelPools`), one read and one process step
+at a time, so up to ``read_ahead`` answers are read ahead while the previous batch is processed, strictly in
+order. Progress is checkpointed every ``checkpoint_interval_s``, on close (the
 last fully processed token) and at "finished". Any failure closes the channel; the worker reports it to the
 server (CLOSE, or TERMINATED once finished) and whatever was not checkpointed is delivered again — at least
 once, order preserved.
@@ -11,11 +13,11 @@ from __future__ import annotations
 
 import enum
 import logging
-import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable
 
 from airflow_tablestore.client.backoff import FINISH_CHECKPOINT_RETRY
 from airflow_tablestore.client.errors import ResourceGoneError, TablestoreError
@@ -24,14 +26,14 @@ from airflow_tablestore.client.tunnel.checkpointer import Checkpointer
 from airflow_tablestore.client.tunnel.client import Channel, TunnelClient
 from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
 from airflow_tablestore.client.tunnel.metrics import WorkerMetrics
+from airflow_tablestore.client.tunnel.pools import THREAD_PREFIX, ChannelPools
 from airflow_tablestore.client.tunnel.processor import ChannelContext, ChannelProcessor
 from airflow_tablestore.client.tunnel.reads import FINISHED, ReadResult, enough_data
 from airflow_tablestore.client.tunnel.session import report_for
 
 log = logging.getLogger(__name__)
 
-THREAD_PREFIX = "tunnel-channel-"
-_POLL_S = 0.1
+__all__ = ["THREAD_PREFIX", "ChannelConsumer", "ConsumerState", "new_trace_id"]
 
 
 class ConsumerState(enum.Enum):
@@ -63,7 +65,7 @@ class ChannelConsumer:
         owns_processor: bool,
         config: TunnelWorkerConfig,
         metrics: WorkerMetrics,
-        semaphore: threading.Semaphore | None,
+        pools: ChannelPools,
         on_closed: Callable[[], None],
         on_fatal: Callable[[BaseException], None],
         failed: BaseException | None = None,
@@ -75,7 +77,7 @@ class ChannelConsumer:
         self._owns_processor = owns_processor
         self._config = config
         self._metrics = metrics
-        self._semaphore = semaphore
+        self._pools = pools
         self._on_closed = on_closed
         self._on_fatal = on_fatal
         self._start_token = token
@@ -85,7 +87,21 @@ class ChannelConsumer:
         self._stop = threading.Event()
         self._flush_on_close = True
         self._processor_failed = False
-        self._threads: list[threading.Thread] = []
+        self._idle = threading.Condition(self._lock)
+        self._started = False
+        # the read side: one ReadRecords in flight at most, answers buffered in order for the process side
+        self._reading = False
+        self._awaiting_budget = False
+        self._read_token = token
+        self._read_done = token == FINISHED
+        self._read_error: BaseException | None = None
+        self._read_delay = 0.0
+        self._empty_reads = 0
+        self._buffer: deque[ReadResult] = deque()
+        # the process side: one step queued or running at most
+        self._processing = False
+        self._last_token = token
+        self._last_checkpoint = time.monotonic()
         self.version_seen = channel.version
         self.reported: Channel | None = None
         self.finished = token == FINISHED
@@ -144,114 +160,170 @@ class ChannelConsumer:
         if closed_now:
             self._retire_processor()
             self._on_closed()
+        else:
+            self._kick_process()  # the process side closes the channel (final checkpoint) once it is free
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait for the consumer threads; True when they ended."""
+        """Wait until the consumer closed (final checkpoint taken) and its read came back; True when so."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in self._threads:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            thread.join(remaining)
-        return not any(t.is_alive() for t in self._threads)
+        with self._lock:
+            while self._busy():
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    def busy(self) -> bool:
+        """True while a task of this consumer is queued or running on the pools."""
+        with self._lock:
+            return self._busy()
+
+    def _busy(self) -> bool:
+        return self._reading or self._processing or (self.state != ConsumerState.CLOSED and self._started)
 
     def _start(self) -> None:
         with self._lock:
             if self.state != ConsumerState.WAIT:
                 return
             self.state = ConsumerState.RUNNING
-        thread = threading.Thread(target=self._run, name=f"{THREAD_PREFIX}{self.channel_id}", daemon=True)
-        self._threads.append(thread)
-        thread.start()
+            self._started = True
+        if self.finished:
+            self._kick_process()
+        else:
+            self._maybe_read()
 
-    # -- consumer thread ----------------------------------------------------------------------------
-    def _run(self) -> None:
-        last_token = self._start_token
-        last_checkpoint = time.monotonic()
+    # -- the read side (read pool) ------------------------------------------------------------------
+    def _maybe_read(self) -> bool:
+        """Start the next ReadRecords when this channel may hold another answer and the budget allows; True when
+        a read was started or the channel now waits for the budget."""
+        with self._lock:
+            if (self._reading or self._read_done or self._stop.is_set() or self._awaiting_budget
+                    or len(self._buffer) + self._processing > self._config.read_ahead):
+                return False
+            if not self._pools.try_hold(self._budget_freed):
+                self._awaiting_budget = True
+                return True
+            self._reading = True
+            delay, self._read_delay = self._read_delay, 0.0
+        self._pools.read(self._read_step, delay)
+        return True
+
+    def _budget_freed(self) -> None:
+        with self._lock:
+            self._awaiting_budget = False
+        if not self._maybe_read():
+            self._pools.wake_next()  # this channel no longer wants the slot: the next waiting one may
+
+    def _read_step(self) -> None:
+        ctx = self.context
+        result: ReadResult | None = None
+        error: BaseException | None = None
+        if not self._stop.is_set():
+            try:
+                result = self._client.read_records(ctx.tunnel_id, ctx.client_id, ctx.channel_id, self._read_token)
+            except BaseException as exc:  # noqa: BLE001 - handed to the process side, which closes the channel
+                error = exc
+        with self._lock:
+            self._reading = False
+            if result is None or self._stop.is_set():
+                if error is not None:
+                    self._read_error, self._read_done = error, True
+                keep = False
+            else:
+                self._buffer.append(result)
+                self._read_token = result.next_token
+                self._read_done = result.next_token == FINISHED
+                if self.is_stream and not enough_data(result):
+                    self._read_delay = self._config.empty_read_backoff.delay(self._empty_reads)
+                    self._empty_reads += 1
+                else:
+                    self._empty_reads = 0
+                keep = True
+            self._idle.notify_all()
+        if not keep:
+            self._pools.release()
+        self._kick_process()
+        self._maybe_read()
+
+    # -- the process side (process pool) ------------------------------------------------------------
+    def _kick_process(self) -> None:
+        """Queue one process step unless one is queued or running already."""
+        with self._lock:
+            if self._processing or self.state == ConsumerState.CLOSED:
+                return
+            if not (self._buffer or self._read_error is not None or self._stop.is_set() or self.finished):
+                return
+            self._processing = True
+        self._pools.process(self._process_step)
+
+    def _process_step(self) -> None:
+        """Process one buffered batch (strictly in order), or close the channel when it is done."""
+        close = False
         try:
-            if not self.finished:
-                source = self._queued_batches() if self._config.read_ahead else self._read_batches()
-                for item in source:
-                    if item is not None:
-                        if item.records:
-                            self._process(item, last_token)
-                        self._metrics.batch(self.channel_id, len(item.records), item.size_bytes,
-                                            self._position_us(item))
-                        last_token = item.next_token
-                    if last_token == FINISHED:
-                        self._finish()
-                        break
-                    if self._stop.is_set():
-                        break
-                    if time.monotonic() - last_checkpoint >= self._config.checkpoint_interval_s:
-                        self._checkpoint(last_token)
-                        last_checkpoint = time.monotonic()
+            with self._lock:
+                batch = self._buffer.popleft() if self._buffer and not self._stop.is_set() else None
+                read_error = self._read_error
+            if batch is not None:
+                self._pools.release()
+                self._maybe_read()
+                self._take(batch)
+                close = self._last_token == FINISHED or self._stop.is_set()
+            elif read_error is not None:
+                raise read_error
+            else:
+                close = self._stop.is_set() or self.finished
         except _Stop:
-            pass
+            close = True
         except BaseException as exc:  # noqa: BLE001 - every failure closes the channel
             self._fail(exc)
-        finally:
-            self._stop.set()
-            if self._flush_on_close and not self.finished and not isinstance(self.error, ResourceGoneError):
-                self._final_flush(last_token)
-            with self._lock:
-                self.state = ConsumerState.CLOSED
-            self._retire_processor()
-            if not self._processor_failed:
-                # Report at once; after a processor failure wait for the regular heartbeat instead, so a
-                # poison batch is retried at the heartbeat pace (like the SDKs), not in a tight loop.
-                self._on_closed()
+            close = True
+        if close:
+            self._close()
+            return
+        with self._lock:
+            self._processing = False
+            self._idle.notify_all()
+        self._kick_process()
 
-    def _queued_batches(self) -> Iterator[ReadResult | None]:
-        """Batches from the read-ahead thread; None when nothing arrived within a poll interval."""
-        batches: queue.Queue[ReadResult | BaseException] = queue.Queue(maxsize=self._config.read_ahead)
-        reader = threading.Thread(target=self._read_loop, args=(batches,), daemon=True,
-                                  name=f"tunnel-reader-{self.channel_id}")
-        self._threads.append(reader)
-        reader.start()
-        while True:
-            try:
-                item = batches.get(timeout=_POLL_S)
-            except queue.Empty:
-                yield None
-                continue
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+    def _take(self, batch: ReadResult) -> None:
+        if batch.records:
+            self._process(batch, self._last_token)
+        self._metrics.batch(self.channel_id, len(batch.records), batch.size_bytes, self._position_us(batch))
+        self._last_token = batch.next_token
+        if self._last_token == FINISHED:
+            self._finish()
+        elif time.monotonic() - self._last_checkpoint >= self._config.checkpoint_interval_s:
+            self._checkpoint(self._last_token)
+            self._last_checkpoint = time.monotonic()
 
-    def _read_batches(self) -> Iterator[ReadResult | None]:
-        """``read_ahead=0``: read in the consumer thread itself (no hand-off between threads)."""
-        ctx = self.context
-        token = self._start_token
-        empty_reads = 0
-        backoff = self._config.empty_read_backoff
-        while not self._stop.is_set():
-            result = self._client.read_records(ctx.tunnel_id, ctx.client_id, ctx.channel_id, token)
-            yield result
-            if result.next_token == FINISHED:
-                return
-            token = result.next_token
-            if self.is_stream and not enough_data(result):
-                if self._stop.wait(backoff.delay(empty_reads)):
-                    return
-                empty_reads += 1
-            else:
-                empty_reads = 0
+    def _close(self) -> None:
+        """The consumer's end: the final checkpoint, CLOSED, the processor retired, the worker told."""
+        self._stop.set()
+        if self._flush_on_close and not self.finished and not isinstance(self.error, ResourceGoneError):
+            self._final_flush(self._last_token)
+        with self._lock:
+            dropped = len(self._buffer)
+            self._buffer.clear()
+            self.state = ConsumerState.CLOSED
+            self._processing = False
+            self._idle.notify_all()
+        for _ in range(dropped):
+            self._pools.release()
+        self._retire_processor()
+        if not self._processor_failed:
+            # Report at once; after a processor failure wait for the regular heartbeat instead, so a
+            # poison batch is retried at the heartbeat pace (like the SDKs), not in a tight loop.
+            self._on_closed()
 
     def _process(self, batch: ReadResult, start_token: str) -> None:
         assert self._processor is not None
         ctx = self.context._replace(start_token=start_token, next_token=batch.next_token)
-        sem = self._semaphore
-        if sem is not None:
-            while not sem.acquire(timeout=_POLL_S):
-                if self._stop.is_set():
-                    raise _Stop()
         try:
             self._processor.process(batch.records, ctx)
         except BaseException:
             self._processor_failed = True  # user code: never mistaken for a tunnel (fatal) error
             raise
-        finally:
-            if sem is not None:
-                sem.release()
 
     def _finish(self) -> None:
         for attempt in range(5):
@@ -311,29 +383,6 @@ class ChannelConsumer:
         if self.is_stream and not enough_data(batch):
             return int(time.time() * 1_000_000)
         return None
-
-    # -- reader thread ------------------------------------------------------------------------------
-    def _read_loop(self, out: queue.Queue[ReadResult | BaseException]) -> None:
-        try:
-            for result in self._read_batches():
-                if result is not None:
-                    self._put(out, result)
-        except _Stop:
-            return
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer thread
-            try:
-                self._put(out, exc)
-            except _Stop:
-                return
-
-    def _put(self, out: queue.Queue[ReadResult | BaseException], item: ReadResult | BaseException) -> None:
-        while True:
-            try:
-                out.put(item, timeout=_POLL_S)
-                return
-            except queue.Full:
-                if self._stop.is_set():
-                    raise _Stop() from None
 
 
 def new_trace_id() -> str:

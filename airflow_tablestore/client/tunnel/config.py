@@ -19,9 +19,12 @@ class TunnelWorkerConfig:
       successful heartbeat for that long the session is considered lost and the worker reconnects.
     * ``checkpoint_interval_s``: the latest processed token is checkpointed at most this often (and always on
       channel close and at "finished").
-    * ``max_channel_parallel``: at most this many channels run ``process()`` at once (None = unlimited).
-    * ``read_ahead``: ReadRecords answers buffered per channel by a reader thread while the previous batch is
-      processed; 0 reads in the consumer thread itself (no thread hand-off: best for very cheap processors).
+    * ``max_channel_parallel``: the process pool's size: at most this many channels run ``process()`` at once.
+    * ``read_threads``: the read pool's size: at most this many ReadRecords calls in flight at once.
+    * ``max_buffered_answers``: at most this many ReadRecords answers held at once across all channels (being
+      read or waiting to be processed; an answer is at most a few MB).
+    * ``read_ahead``: ReadRecords answers one channel may read ahead while its previous batch is processed;
+      0 reads the next answer only once the previous one is processed.
     * ``empty_read_backoff``: sleep between stream reads that returned "not enough" data.
     * ``reconnect_backoff_s``: random sleep range before reconnecting after losing the session.
     * ``progress_log_interval_s``: period of the INFO progress line.
@@ -31,7 +34,9 @@ class TunnelWorkerConfig:
     heartbeat_interval_s: float = 30.0
     heartbeat_timeout_s: float = 300.0
     checkpoint_interval_s: float = 10.0
-    max_channel_parallel: int | None = None
+    max_channel_parallel: int = 8
+    read_threads: int = 8
+    max_buffered_answers: int = 32
     client_tag: str = field(default_factory=socket.gethostname)
     read_ahead: int = 1
     empty_read_backoff: Backoff = EMPTY_READ
@@ -47,8 +52,10 @@ class TunnelWorkerConfig:
             raise ValueError("heartbeat_timeout_s must be greater than heartbeat_interval_s")
         if self.checkpoint_interval_s < 0:
             raise ValueError("checkpoint_interval_s must be >= 0")
-        if self.max_channel_parallel is not None and self.max_channel_parallel < 1:
-            raise ValueError("max_channel_parallel must be None or >= 1")
+        for name in ("max_channel_parallel", "read_threads", "max_buffered_answers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1 (a pool's bound), got {value!r}")
         if self.read_ahead < 0:
             raise ValueError("read_ahead must be >= 0")
         low, high = self.reconnect_backoff_s

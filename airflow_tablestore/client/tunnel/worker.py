@@ -1,7 +1,9 @@
 """``TunnelWorker``: consume a whole tunnel with a user processor — the Python Java/Go tunnel worker.
 
 One heartbeat thread owns the session: connect, heartbeat every interval (and right after a channel closes),
-merge channel states by version, start/stop one :class:`ChannelConsumer` per assigned channel. Losing the
+merge channel states by version, start/stop one :class:`ChannelConsumer` per assigned channel. The consumers
+run on the worker's :class:`ChannelPools` (a read pool, a process pool, a timer and a buffered-answers budget),
+so threads and memory are fixed by the configuration, not by the number of channels. Losing the
 session (``OTSResourceGone`` on heartbeat, or no successful heartbeat for ``heartbeat_timeout_s``) closes the
 consumers and reconnects with a new client id after a random back-off, like the Go SDK's daemon. Fatal codes
 (``OTSTunnelExpired``, ``OTSParameterInvalid``, ``OTSPermissionDenied``) stop the worker with
@@ -33,6 +35,7 @@ from airflow_tablestore.client.tunnel.channel import (
 from airflow_tablestore.client.tunnel.client import Channel, TunnelClient
 from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
 from airflow_tablestore.client.tunnel.metrics import MetricsSnapshot, WorkerMetrics
+from airflow_tablestore.client.tunnel.pools import ChannelPools
 from airflow_tablestore.client.tunnel.processor import (
     ChannelContext,
     ChannelProcessor,
@@ -104,8 +107,7 @@ class TunnelWorker:
         else:
             raise TypeError("processor must be a ChannelProcessor or a callable factory(context)")
         self._metrics = WorkerMetrics()
-        self._semaphore = (threading.BoundedSemaphore(self.config.max_channel_parallel)
-                           if self.config.max_channel_parallel else None)
+        self._pools: ChannelPools | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._graceful = True
@@ -139,6 +141,9 @@ class TunnelWorker:
 
     def run(self) -> None:
         """Consume until :meth:`shutdown` (or a fatal error, raised as :class:`TunnelWorkerError`)."""
+        self._pools = ChannelPools(read_threads=self.config.read_threads,
+                                   process_threads=self.config.max_channel_parallel,
+                                   max_buffered_answers=self.config.max_buffered_answers)
         try:
             while not self._stop.is_set():
                 try:
@@ -151,6 +156,7 @@ class TunnelWorker:
                     )
                     self._stop.wait(delay)
         finally:
+            self._pools.close()
             if self._shared is not None:
                 try:
                     self._shared.shutdown()
@@ -302,7 +308,7 @@ class TunnelWorker:
                 if report is not None:
                     self._channels[cid] = report
             sent = list(self._channels.values())
-            self._retired = [c for c in self._retired if any(t.is_alive() for t in c._threads)]
+            self._retired = [c for c in self._retired if c.busy()]
         answer = self.client.heartbeat(self.tunnel_id, self.client_id, sent)
         with self._lock:
             from_server = {ch.channel_id: ch for ch in answer}
@@ -334,7 +340,7 @@ class TunnelWorker:
         self._metrics.forget(channel_id)
 
     def _new_consumer(self, ch: Channel) -> ChannelConsumer:
-        assert self.client_id is not None
+        assert self.client_id is not None and self._pools is not None
         token, seq = "", 0
         failed: BaseException | None = None
         try:
@@ -360,6 +366,6 @@ class TunnelWorker:
         return ChannelConsumer(
             client=self.client, context=context, channel=ch, token=token, sequence_number=seq,
             processor=processor, owns_processor=owns, config=self.config, metrics=self._metrics,
-            semaphore=self._semaphore, on_closed=self._wake.set, on_fatal=self._on_channel_fatal,
+            pools=self._pools, on_closed=self._wake.set, on_fatal=self._on_channel_fatal,
             failed=failed,
         )

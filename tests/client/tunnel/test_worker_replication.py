@@ -172,3 +172,35 @@ def test_max_channel_parallel_bounds_concurrent_processing(
     ):
         wait_for(lambda: len(keys) == 100, "all rows")
     assert peak == 1
+
+
+def test_threads_and_buffered_answers_are_bounded_by_the_pools_not_the_channels(
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any, unique_table: str
+) -> None:
+    table = f"{unique_table}p"
+    tablestore_client.create_table(table_schema(table))
+    load_base_rows(tablestore_client, table, 400)  # 12 base channels
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "p", TunnelType.BASE_DATA)
+    keys: set[Any] = set()
+    lock = threading.Lock()
+
+    def record(records: list[Any], ctx: Any) -> None:
+        time.sleep(0.01)  # batches pile up if nothing bounds them
+        with lock:
+            keys.update(r.primary_key for r in records)
+
+    readers = processors = held = 0
+    worker = TunnelWorker(tablestore_tunnel_client, tunnel_id, CallbackProcessor(record),
+                          fast_config(max_channel_parallel=2, read_threads=2, max_buffered_answers=3))
+    with worker:
+        deadline = time.monotonic() + 120
+        while len(keys) < 400 and time.monotonic() < deadline and worker.error is None:
+            names = [t.name for t in threading.enumerate()]
+            readers = max(readers, sum(n.startswith("tunnel-reader-") for n in names))
+            processors = max(processors, sum(n.startswith("tunnel-channel-") for n in names))
+            if worker._pools is not None:  # made when the worker's thread starts
+                held = max(held, worker._pools.held)
+            time.sleep(0.005)
+    assert len(keys) == 400, worker.error
+    assert len(tablestore_tunnel_client.describe_tunnel(table, "p").channels) >= 10
+    assert 1 <= readers <= 2 and 1 <= processors <= 2 and 1 <= held <= 3

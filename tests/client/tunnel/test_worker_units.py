@@ -44,6 +44,9 @@ def test_transition_bumps_version_by_one() -> None:
         {"heartbeat_interval_s": 1.0},
         {"heartbeat_interval_s": 30.0, "heartbeat_timeout_s": 30.0},
         {"max_channel_parallel": 0},
+        {"max_channel_parallel": None},
+        {"read_threads": 0},
+        {"max_buffered_answers": 0},
         {"read_ahead": -1},
         {"checkpoint_interval_s": -1},
         {"reconnect_backoff_s": (2.0, 1.0)},
@@ -90,7 +93,7 @@ def _closed_consumer(version: int) -> Any:
     return ChannelConsumer(
         client=None, context=ctx, channel=Channel("ch", version, OPEN), token="tok",  # type: ignore[arg-type]
         sequence_number=0, processor=None, owns_processor=False, config=TunnelWorkerConfig(),
-        metrics=WorkerMetrics(), semaphore=None, on_closed=lambda: None, on_fatal=lambda exc: None,
+        metrics=WorkerMetrics(), pools=None, on_closed=lambda: None, on_fatal=lambda exc: None,
         failed=RuntimeError("GetCheckpoint failed"),
     )
 

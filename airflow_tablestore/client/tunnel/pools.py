@@ -1,0 +1,127 @@
+"""``ChannelPools``: the tunnel worker's bounded threads, shared by all its channels (the Java worker's model).
+
+A worker owns one ``ChannelPools``: a read pool (``read_threads`` threads making ReadRecords calls), a process
+pool (``max_channel_parallel`` threads calling the processor), one timer thread for the empty-read back-off
+of idle stream channels, and a budget of ``max_buffered_answers`` ReadRecords answers held at once (read,
+being read, or waiting to be processed). Threads and buffered answers are therefore fixed by configuration,
+whatever the number of channels: a channel with nothing to do holds no thread.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+log = logging.getLogger(__name__)
+
+THREAD_PREFIX = "tunnel-channel-"
+"""Name prefix of the process pool's threads (where the user's processor runs)."""
+
+
+class _Timer:
+    """One thread running callbacks at their due time (earliest first)."""
+
+    def __init__(self, name: str) -> None:
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._order = itertools.count()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def call_later(self, delay_s: float, callback: Callable[[], None]) -> None:
+        with self._cond:
+            heapq.heappush(self._heap, (time.monotonic() + delay_s, next(self._order), callback))
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._heap.clear()
+            self._cond.notify()
+        if self._thread is not threading.current_thread():
+            self._thread.join(5.0)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and (not self._heap or self._heap[0][0] > time.monotonic()):
+                    self._cond.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
+                if self._closed:
+                    return
+                _, _, callback = heapq.heappop(self._heap)
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 - a callback's failure must not stop the other channels' timers
+                log.exception("tunnel timer callback failed")
+
+
+class ChannelPools:
+    """The read pool, the process pool, the back-off timer and the buffered-answers budget of one worker."""
+
+    def __init__(self, *, read_threads: int, process_threads: int, max_buffered_answers: int) -> None:
+        self.read_threads, self.process_threads = read_threads, process_threads
+        self.max_buffered_answers = max_buffered_answers
+        self._reads = ThreadPoolExecutor(read_threads, thread_name_prefix="tunnel-reader-")
+        self._processes = ThreadPoolExecutor(process_threads, thread_name_prefix=THREAD_PREFIX)
+        self._timer = _Timer("tunnel-timer")
+        self._lock = threading.Lock()
+        self._held = 0
+        self._waiting: deque[Callable[[], None]] = deque()
+        self._closed = False
+
+    # -- the buffered-answers budget ----------------------------------------------------------------
+    def try_hold(self, on_free: Callable[[], None]) -> bool:
+        """Take one answer slot; when none is free, ``on_free`` is called (once) when one is released."""
+        with self._lock:
+            if self._held < self.max_buffered_answers:
+                self._held += 1
+                return True
+            self._waiting.append(on_free)
+            return False
+
+    def release(self) -> None:
+        """Give one answer slot back and wake the longest-waiting channel."""
+        with self._lock:
+            self._held -= 1
+        self.wake_next()
+
+    def wake_next(self) -> None:
+        """Wake the longest-waiting channel when a slot is free (it takes the slot or passes the wake on)."""
+        with self._lock:
+            wake = self._waiting.popleft() if self._waiting and self._held < self.max_buffered_answers else None
+        if wake is not None and not self._closed:
+            self._reads.submit(wake)
+
+    @property
+    def held(self) -> int:
+        """Answer slots in use right now (read in flight, buffered or being processed)."""
+        return self._held
+
+    # -- scheduling ---------------------------------------------------------------------------------
+    def read(self, task: Callable[[], None], delay_s: float = 0.0) -> None:
+        """Run ``task`` on the read pool, after ``delay_s`` (the timer waits, no pool thread does)."""
+        if self._closed:
+            return
+        if delay_s > 0:
+            self._timer.call_later(delay_s, lambda: self.read(task))
+        else:
+            self._reads.submit(task)
+
+    def process(self, task: Callable[[], None]) -> None:
+        """Run ``task`` on the process pool."""
+        if not self._closed:
+            self._processes.submit(task)
+
+    def close(self) -> None:
+        """Stop the timer and let the pools' threads end once their queued work is done."""
+        self._closed = True
+        self._timer.close()
+        self._reads.shutdown(wait=False, cancel_futures=True)
+        self._processes.shutdown(wait=False)
