@@ -92,6 +92,7 @@ class ChannelConsumer:
         # the read side: one ReadRecords in flight at most, answers buffered in order for the process side
         self._reading = False
         self._awaiting_budget = False
+        self._backing_off = False
         self._read_token = token
         self._read_done = token == FINISHED
         self._read_error: BaseException | None = None
@@ -194,26 +195,42 @@ class ChannelConsumer:
             self._maybe_read()
 
     # -- the read side (read pool) ------------------------------------------------------------------
-    def _maybe_read(self) -> bool:
-        """Start the next ReadRecords when this channel may hold another answer and the budget allows; True when
-        a read was started or the channel now waits for the budget."""
+    def _maybe_read(self) -> None:
+        """Start the next ReadRecords when this channel may hold another answer: after the empty-read back-off
+        (on the timer), then with an answer slot of the budget (or queued for one)."""
         with self._lock:
-            if (self._reading or self._read_done or self._stop.is_set() or self._awaiting_budget
-                    or len(self._buffer) + self._processing > self._config.read_ahead):
-                return False
-            if not self._pools.try_hold(self._budget_freed):
+            if not self._may_read():
+                return
+            if self._read_delay > 0:
+                delay, self._read_delay = self._read_delay, 0.0
+                self._backing_off = True
+                self._pools.later(delay, self._after_backoff)
+                return
+            if not self._pools.try_hold(self._slot_granted):
                 self._awaiting_budget = True
-                return True
+                return
             self._reading = True
-            delay, self._read_delay = self._read_delay, 0.0
-        self._pools.read(self._read_step, delay)
-        return True
+        self._pools.read(self._read_step)
 
-    def _budget_freed(self) -> None:
+    def _may_read(self) -> bool:
+        return not (self._reading or self._backing_off or self._awaiting_budget or self._read_done
+                    or self._stop.is_set() or len(self._buffer) + self._processing > self._config.read_ahead)
+
+    def _after_backoff(self) -> None:
+        with self._lock:
+            self._backing_off = False
+        self._maybe_read()
+
+    def _slot_granted(self) -> None:
+        """The budget handed this channel an answer slot: read with it, or give it back."""
         with self._lock:
             self._awaiting_budget = False
-        if not self._maybe_read():
-            self._pools.wake_next()  # this channel no longer wants the slot: the next waiting one may
+            start = self._may_read()
+            self._reading = start
+        if start:
+            self._pools.read(self._read_step)
+        else:
+            self._pools.release()
 
     def _read_step(self) -> None:
         ctx = self.context

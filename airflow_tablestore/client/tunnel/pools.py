@@ -77,25 +77,23 @@ class ChannelPools:
         self._closed = False
 
     # -- the buffered-answers budget ----------------------------------------------------------------
-    def try_hold(self, on_free: Callable[[], None]) -> bool:
-        """Take one answer slot; when none is free, ``on_free`` is called (once) when one is released."""
+    def try_hold(self, on_granted: Callable[[], None]) -> bool:
+        """Take one answer slot. When none is free (or channels wait already: first come, first served), the
+        caller is queued and ``on_granted`` runs on the read pool once a slot is handed to it: it then holds the
+        slot, and gives it back with :meth:`release` if it no longer needs it."""
         with self._lock:
-            if self._held < self.max_buffered_answers:
+            if self._held < self.max_buffered_answers and not self._waiting:
                 self._held += 1
                 return True
-            self._waiting.append(on_free)
+            self._waiting.append(on_granted)
             return False
 
     def release(self) -> None:
-        """Give one answer slot back and wake the longest-waiting channel."""
+        """Give one answer slot back: to the longest-waiting channel if any, else to the budget."""
         with self._lock:
-            self._held -= 1
-        self.wake_next()
-
-    def wake_next(self) -> None:
-        """Wake the longest-waiting channel when a slot is free (it takes the slot or passes the wake on)."""
-        with self._lock:
-            wake = self._waiting.popleft() if self._waiting and self._held < self.max_buffered_answers else None
+            wake = self._waiting.popleft() if self._waiting else None
+            if wake is None:
+                self._held -= 1
         if wake is not None and not self._closed:
             self._reads.submit(wake)
 
@@ -105,14 +103,15 @@ class ChannelPools:
         return self._held
 
     # -- scheduling ---------------------------------------------------------------------------------
-    def read(self, task: Callable[[], None], delay_s: float = 0.0) -> None:
-        """Run ``task`` on the read pool, after ``delay_s`` (the timer waits, no pool thread does)."""
-        if self._closed:
-            return
-        if delay_s > 0:
-            self._timer.call_later(delay_s, lambda: self.read(task))
-        else:
+    def read(self, task: Callable[[], None]) -> None:
+        """Run ``task`` on the read pool."""
+        if not self._closed:
             self._reads.submit(task)
+
+    def later(self, delay_s: float, task: Callable[[], None]) -> None:
+        """Run ``task`` on the read pool after ``delay_s`` (the timer waits; no pool thread, no answer slot)."""
+        if not self._closed:
+            self._timer.call_later(delay_s, lambda: self.read(task))
 
     def process(self, task: Callable[[], None]) -> None:
         """Run ``task`` on the process pool."""

@@ -1,0 +1,287 @@
+"""How the TunnelWorker's cost grows with rows and with channels: points of a curve, measured in one run.
+
+Run: ``.venv/bin/python -m benchmarks.bench_scale [--axis rows|channels|both] [--scale 1.0] [--client-tree DIR]``
+
+Points (``--scale`` multiplies every row count; the issue's points are ``--scale 1``):
+
+* rows: 250,000 and 2,500,000 rows at 16 channels (16 stream partitions, base channels of rows/16 rows);
+* channels: 4, 64 and 256 channels (stream partitions and base channels alike) at 1,000,000 rows.
+
+At each point one emulator process serves a table of ``rows`` rows (int key, four small columns) with its stream
+on. One BaseAndStream tunnel per measured client is created, then ``rows / 4`` updates are written, so every
+tunnel holds the same ``rows`` base records and ``rows / 4`` stream records. Each client drains its tunnel in a
+child process of its own (a TunnelWorker with the default configuration and a no-op processor), timed from
+``start()`` to its last record: CPU seconds of the client process (all its threads), wall time, the peak number
+of threads (sampled every 20 ms), peak RSS, and the emulator's CPU seconds and requests by API over the same span
+(the emulator's control op ``requests``). ``--client-tree DIR`` adds a second client: the same child run from
+another checkout (a git worktree of an older revision, with the compiled decoder copied in), so a change is
+measured before and after on the same data in one run.
+
+The run writes ``benchmarks/results/scale.md`` and the charts ``benchmarks/results/scale-*.png`` (``--no-write``
+to only print).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from airflow_tablestore.client.model import Column, RowWrite, StreamSpec, TunnelType, WriteType
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import TunnelClient
+from airflow_tablestore.emulator.testing import EmulatorProcess
+from benchmarks.common import ROOT, load_user_rows
+
+TABLE = "bench_scale"
+RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS_FILE = RESULTS / "scale.md"
+ROWS_POINTS = ((250_000, 16), (2_500_000, 16))
+CHANNEL_POINTS = ((1_000_000, 4), (1_000_000, 64), (1_000_000, 256))
+CHANGES_FRACTION = 4
+TUNNEL_APIS = ("/tunnel/readrecords", "/tunnel/heartbeat", "/tunnel/checkpoint", "/tunnel/getcheckpoint")
+
+
+@dataclass
+class Measurement:
+    """One client's drain of one tunnel at one point."""
+
+    client: str
+    rows: int
+    channels: int
+    records: int
+    cpu_s: float
+    wall_s: float
+    peak_threads: int
+    peak_rss_mb: float
+    emulator_cpu_s: float
+    requests: dict[str, int] = field(default_factory=dict)
+
+    def per_100k(self, value: float) -> float:
+        return value * 100_000 / self.records
+
+
+def child() -> None:
+    """Drain the tunnel of ``BENCH_SCALE_SPEC`` with a default TunnelWorker and a no-op processor; print JSON."""
+    from airflow_tablestore.client.tunnel.worker import TunnelWorker
+    from benchmarks.common import CountingChannelProcessor, RecordCounter
+
+    spec = json.loads(os.environ["BENCH_SCALE_SPEC"])
+    peak = [threading.active_count()]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.02):
+            peak[0] = max(peak[0], threading.active_count())
+
+    with TunnelClient(spec["endpoint"], **spec["kwargs"]) as client:
+        counter = RecordCounter(spec["records"])
+        worker = TunnelWorker(client, spec["tunnel_id"], CountingChannelProcessor(counter), worker_config())
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        worker.start()
+        if not counter.done.wait(3600):
+            raise RuntimeError(f"worker delivered only {counter.count} of {spec['records']} records")
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        stop.set()
+        worker.shutdown()
+    if counter.count != spec["records"]:
+        raise RuntimeError(f"{counter.count} records, expected {spec['records']}")
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # the sampler thread itself is not the worker's
+    print(json.dumps({"cpu": cpu, "wall": wall, "threads": peak[0] - 1, "rss_mb": rss_mb}))
+
+
+def worker_config() -> Any:
+    """The default configuration, with a quiet progress line and a short heartbeat (both revisions accept it)."""
+    from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
+
+    return TunnelWorkerConfig(heartbeat_interval_s=5, client_tag="bench", progress_log_interval_s=3600)
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (/proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def write_changes(tables: TableClient, rows: int) -> int:
+    """Update every ``CHANGES_FRACTION``-th row once (one stream record each); returns how many."""
+    keys = range(0, rows, CHANGES_FRACTION)
+    tables.write_rows(RowWrite(TABLE, WriteType.UPDATE, (("id", i),), (Column("score", -i),)) for i in keys)
+    return len(keys)
+
+
+def measure_point(rows: int, channels: int, clients: dict[str, Path]) -> list[Measurement]:
+    args = ["--stream-partitions", str(channels), "--base-channel-rows", str(-(-rows // channels)),
+            "--log-level", "WARNING"]
+    with EmulatorProcess(extra_args=args) as emu, TableClient(**emu.client_kwargs) as tables, \
+            TunnelClient(**emu.client_kwargs) as tunnels:
+        started = time.monotonic()
+        load_user_rows(tables, TABLE, rows, stream=StreamSpec(enabled=True, expiration_hours=24))
+        tunnel_ids = {name: tunnels.create_tunnel(TABLE, f"scale_{name}", TunnelType.BASE_AND_STREAM)
+                      for name in clients}
+        changes = write_changes(tables, rows)
+        print(f"  loaded {rows:,} rows + {changes:,} changes at {channels} channels in "
+              f"{time.monotonic() - started:.0f} s", flush=True)
+        assert emu.process is not None
+        results = []
+        for name, tree in clients.items():
+            kwargs = {k: v for k, v in emu.client_kwargs.items() if k != "endpoint"}
+            spec = {"endpoint": emu.endpoint, "kwargs": kwargs, "tunnel_id": tunnel_ids[name],
+                    "records": rows + changes}
+            # the spec (with the emulator's secret) goes through the environment, never on a command line
+            # the tree's package (and its benchmarks.common) first; this script runs from this tree
+            env = {**os.environ, "BENCH_SCALE_SPEC": json.dumps(spec), "PYTHONPATH": f"{tree}{os.pathsep}{ROOT}"}
+            emu.control.request_counts(reset=True)
+            emu_cpu = process_cpu_s(emu.process.pid)
+            out = subprocess.run([sys.executable, __file__, "--child"], env=env, cwd=tree,
+                                 capture_output=True, text=True, timeout=7200)
+            if out.returncode != 0:
+                raise RuntimeError(f"{name} client failed:\n{out.stderr[-3000:]}")
+            got = json.loads(out.stdout.strip().splitlines()[-1])
+            m = Measurement(name, rows, channels, rows + changes, got["cpu"], got["wall"], got["threads"],
+                            got["rss_mb"], process_cpu_s(emu.process.pid) - emu_cpu,
+                            emu.control.request_counts())
+            print(f"  {name}: {m.per_100k(m.cpu_s):.3f} CPU-s/100k, {m.wall_s:.1f} s, {m.peak_threads} threads, "
+                  f"{m.peak_rss_mb:.0f} MB, ReadRecords {m.requests.get('/tunnel/readrecords', 0)}", flush=True)
+            results.append(m)
+        return results
+
+
+def report(results: list[Measurement], command: str, clients: dict[str, Path]) -> str:
+    lines = [
+        "# Scale: the TunnelWorker's cost against rows and channels",
+        "",
+        f"Command: `{command}`",
+        "",
+        "Each point: one emulator process, a table of `rows` rows (int key + 4 small columns) with its stream on, "
+        f"one BaseAndStream tunnel per client holding `rows` base records and `rows / {CHANGES_FRACTION}` stream "
+        "records; `channels` is both the stream partitions and the number of base channels. Each client drains "
+        "its tunnel in a child process (a default `TunnelWorker`, no-op processor), timed from `start()` to the "
+        "last record. CPU is the client process's (every thread); the emulator's CPU and requests cover the same "
+        "span. 2 vCPUs shared by the client and the emulator (and, during this run, other work: compare within "
+        "a point). Clients: " + ", ".join(f"`{name}`" + (" (this tree)" if tree == ROOT else f" ({tree.name})")
+                                           for name, tree in clients.items()) + ".",
+        "",
+        "| client | rows | channels | records | CPU-s / 100k | wall s | records/s | peak threads | peak RSS MB "
+        "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / 100k | Checkpoint / 100k | GetCheckpoint / 100k |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for m in results:
+        per_api = [f"{m.per_100k(m.requests.get(api, 0)):.1f}" for api in TUNNEL_APIS]
+        lines.append(
+            f"| {m.client} | {m.rows:,} | {m.channels} | {m.records:,} | {m.per_100k(m.cpu_s):.3f} | {m.wall_s:.1f} "
+            f"| {m.records / m.wall_s:,.0f} | {m.peak_threads} | {m.peak_rss_mb:.0f} "
+            f"| {m.per_100k(m.emulator_cpu_s):.3f} | " + " | ".join(per_api) + " |")
+    lines += ["", *ratios(results), ""]
+    for chart in sorted(RESULTS.glob("scale-*.png")):
+        lines += [f"![{chart.stem}](benchmarks/results/{chart.name})", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def ratios(results: list[Measurement]) -> list[str]:
+    """The growth the issue bounds: 10x rows (CPU and wall at most 10.5x, memory within 1.2x) and 256 vs 4
+    channels (CPU per record within 1.2x)."""
+    out = []
+    for client in dict.fromkeys(m.client for m in results):
+        mine = {(m.rows, m.channels): m for m in results if m.client == client}
+        rows_points = sorted(k for k in mine if k[1] == 16)
+        if len(rows_points) >= 2:
+            small, big = mine[rows_points[0]], mine[rows_points[-1]]
+            factor = big.rows / small.rows
+            out.append(f"- `{client}`, {factor:.0f}x rows: CPU {big.cpu_s / small.cpu_s:.2f}x, wall "
+                       f"{big.wall_s / small.wall_s:.2f}x, peak RSS {big.peak_rss_mb / small.peak_rss_mb:.2f}x, "
+                       f"threads {small.peak_threads} → {big.peak_threads}.")
+        channel_points = sorted((k for k in mine if k[0] == max(r for r, _ in mine)), key=lambda k: k[1])
+        if len(channel_points) >= 2 and channel_points[0][1] != channel_points[-1][1]:
+            few, many = mine[channel_points[0]], mine[channel_points[-1]]
+            out.append(f"- `{client}`, {few.channels} → {many.channels} channels: CPU per record "
+                       f"{many.per_100k(many.cpu_s) / few.per_100k(few.cpu_s):.2f}x, threads {few.peak_threads} → "
+                       f"{many.peak_threads}, heartbeats per second "
+                       f"{few.requests.get('/tunnel/heartbeat', 0) / few.wall_s:.2f} → "
+                       f"{many.requests.get('/tunnel/heartbeat', 0) / many.wall_s:.2f}.")
+    return out
+
+
+def charts(results: list[Measurement]) -> None:
+    """CPU per 100k records and peak threads against channels, and CPU and wall against rows (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    most_rows = max(m.rows for m in results)
+    for axis, key, title in (("channels", "channels", "channels (rows fixed)"),
+                             ("rows", "rows", "rows (16 channels)")):
+        points = [m for m in results if (m.channels == 16 if axis == "rows" else m.rows == most_rows)]
+        if len({getattr(m, key) for m in points}) < 2:
+            continue
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+        for client in dict.fromkeys(m.client for m in points):
+            mine = sorted((m for m in points if m.client == client), key=lambda m: getattr(m, key))
+            xs = [getattr(m, key) for m in mine]
+            if axis == "channels":
+                left.plot(xs, [m.per_100k(m.cpu_s) for m in mine], marker="o", label=client)
+                right.plot(xs, [m.peak_threads for m in mine], marker="o", label=client)
+            else:
+                left.plot(xs, [m.cpu_s for m in mine], marker="o", label=client)
+                right.plot(xs, [m.wall_s for m in mine], marker="o", label=client)
+        for ax in (left, right):
+            ax.set_xscale("log")
+            ax.set_xlabel(title)
+            ax.grid(True, alpha=0.3)
+            ax.legend()
+        left.set_ylabel("client CPU-s per 100k records" if axis == "channels" else "client CPU-s")
+        right.set_ylabel("peak threads" if axis == "channels" else "wall s")
+        fig.suptitle(f"TunnelWorker cost against {axis}")
+        fig.tight_layout()
+        fig.savefig(RESULTS / f"scale-{axis}.png", dpi=80)
+        plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--axis", choices=("rows", "channels", "both"), default="both")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies every row count")
+    ap.add_argument("--client-tree", type=Path, help="another checkout whose client is measured beside this one")
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child()
+        return
+    clients = {"this tree": ROOT}
+    if args.client_tree:
+        clients = {"before": args.client_tree.resolve(), "after": ROOT}
+    points: list[tuple[int, int]] = []
+    if args.axis in ("rows", "both"):
+        points += ROWS_POINTS
+    if args.axis in ("channels", "both"):
+        points += CHANNEL_POINTS
+    results: list[Measurement] = []
+    for rows, channels in points:
+        rows = int(rows * args.scale)
+        print(f"== {rows:,} rows, {channels} channels", flush=True)
+        results += measure_point(rows, channels, clients)
+    command = "python -m benchmarks.bench_scale " + " ".join(sys.argv[1:])
+    text = report(results, command, clients)
+    print(text)
+    if not args.no_write:
+        charts(results)
+        RESULTS_FILE.write_text(report(results, command, clients))
+        (RESULTS / "scale.json").write_text(json.dumps([asdict(m) for m in results], indent=1))
+
+
+if __name__ == "__main__":
+    main()
