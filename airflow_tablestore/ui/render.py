@@ -101,7 +101,7 @@ def _tunnel_rows(row: TunnelRow, base: str) -> str:
             f'<td>channel</td><td class="mono">{escape(c.channel_id)}</td><td>{escape(c.channel_type)}</td>'
             f'<td>{status}{stuck}</td><td class="mono">{escape(c.client_id or "-")}</td>'
             f'<td>{_when(c.consume_point_ns)}</td><td>{human_duration(ch.lag_s)}</td>'
-            f'<td>{c.row_count} records read</td></tr>')
+            f'<td>{c.row_count} records synced</td></tr>')
     return "".join(html)
 
 
@@ -145,6 +145,8 @@ def _history(history: DagHistory, base: str) -> str:
                                    human_duration)),
     ]
     figures = "".join(f"<figure><figcaption>{escape(caption)}</figcaption>{svg}</figure>" for caption, svg in charts)
+    if not runs:
+        figures = '<p class="note">No finished runs yet.</p>'
     return (f'<section class="dag" data-dag="{escape(history.dag_id)}"><div class="head"><h2><a target="_top" '
             f'href="{escape(base)}/dags/{quote(history.dag_id, safe="")}">{escape(history.dag_id)}</a></h2>'
             f'<span class="meta">consumes {tunnels} · last {len(runs)} finished runs</span>'

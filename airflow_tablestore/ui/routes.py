@@ -8,12 +8,18 @@ consumers and history, only the DAGs the user may read. Read-only: GET routes on
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
-from airflow.api_fastapi.app import get_auth_manager
-from airflow.api_fastapi.auth.managers.models.resource_details import ConnectionDetails
-from airflow.api_fastapi.common.db.common import SessionDep
-from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_connection
+with warnings.catch_warnings():
+    # Airflow's api_fastapi imports svcs.fastapi, which imports starlette's TestClient and its deprecation warning
+    # (Airflow's dependencies, not this package). In the api-server these modules are imported before this one.
+    warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient` is deprecated")
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.models.resource_details import ConnectionDetails
+    from airflow.api_fastapi.common.db.common import SessionDep
+    from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_connection
+
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 

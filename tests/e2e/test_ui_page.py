@@ -170,7 +170,9 @@ def test_the_overview_lists_tunnels_channels_consumers_and_history(airflow: Airf
 
 
 def test_the_page_in_a_browser(airflow: Airflow) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api  # the test extra; the browser is Debian's Chromium (make browser)
+
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: `make browser` installs Debian's chromium"
     base = f"http://127.0.0.1:{airflow.port}"
     out = _artifacts()
     with sync_api.sync_playwright() as pw:
@@ -181,7 +183,7 @@ def test_the_page_in_a_browser(airflow: Airflow) -> None:
             assert refused is not None and refused.status == 401
             assert "Tablestore requests" not in anonymous.content()
 
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            page = browser.new_page(viewport={"width": 1440, "height": 1640})
             page.goto(f"{base}/")
             page.get_by_label("Username").fill("admin")  # Airflow's own login form
             page.get_by_label("Password").fill(PASSWORDS["admin"])

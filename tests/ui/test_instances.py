@@ -7,12 +7,12 @@ import json
 from typing import Any
 
 import pytest
+from airflow_helpers import own_emulator, simple_schema
 
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.ui.instances import Limits, collect
-from airflow_helpers import own_emulator, simple_schema
 
 tablestore_emulator = own_emulator()  # faults injected here must not reach the session's other tests
 
