@@ -3,8 +3,8 @@
 - client + emulator on Python 3.11 (with the lowest protobuf, 5.29.0), 3.12 and 3.13 (newest protobuf); the main
   suite (``make test``) covers Python 3.11 with the newest protobuf;
 - the Airflow layer on the lowest supported Airflow, 3.2.0 (hooks, operators, sensor poke and deferred path with
-  the real trigger, provider discovery and connection form, ``airflow dags test`` of a small DAG); the main
-  suite covers the newest, 3.3.2;
+  the real trigger, provider discovery and connection form, ``airflow dags test`` of a small DAG, the Tablestore
+  page's plugin loading, data and HTML); the main suite covers the newest, 3.3.2;
 - the release: ``python -m build`` makes an sdist and a wheel that ``twine check`` passes, with LICENSE, NOTICE,
   the changelog and the docs where they belong and one version everywhere;
 - one install command: ``pip install "airflow-provider-tablestore[airflow,spark]"`` of the built wheel into an
@@ -47,7 +47,7 @@ pytestmark = pytest.mark.timeout(3600)
 
 CORE_TESTS = ("tests/client", "tests/emulator", "tests/protocol", "tests/test_layering.py",
               "tests/test_pytest_plugin.py", "-m", "not slow and not oracle")
-AIRFLOW_TESTS = ("tests/hooks", "tests/operators", "tests/sensors", "tests/triggers", "tests/airflow",
+AIRFLOW_TESTS = ("tests/hooks", "tests/operators", "tests/sensors", "tests/triggers", "tests/airflow", "tests/ui",
                  "tests/test_provider_info.py", "tests/test_pytest_plugin.py")
 
 CORE_ENVS = [

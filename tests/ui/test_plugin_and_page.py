@@ -19,7 +19,10 @@ def test_airflow_loads_the_plugin_from_the_installed_package() -> None:
     from airflow import plugins_manager
 
     plugins, errors = plugins_manager._get_plugins()
-    assert not errors
+    # Run from a source checkout's root, the package's metadata is on sys.path twice (the editable install's and
+    # the build's egg-info in the root, as "."): Airflow loads the first and skips the copy with this message.
+    copies = {"Plugin 'tablestore' already registered, skipping"}
+    assert not {source: error for source, error in errors.items() if error not in copies}
     assert [type(p) for p in plugins if p.name == "tablestore"] == [TablestorePlugin]
     views, _ = plugins_manager._get_ui_plugins()
     [view] = [v for v in views if v["name"] == "Tablestore"]
