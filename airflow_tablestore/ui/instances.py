@@ -96,10 +96,22 @@ class _Calls:
             raise TimeoutError("no answer before the page's deadline")
 
 
+class ConnectionUnreadable(RuntimeError):
+    """Airflow could not load the connection (a malformed URI or JSON, a failing secrets backend)."""
+
+
 def _settings(conn_id: str, limits: Limits) -> ConnectionSettings:
     hook = TablestoreTunnelHook(conn_id, connect_timeout=limits.connect_timeout_s,
                                 read_timeout=limits.read_timeout_s)
-    return hook.get_config()
+    try:
+        return hook.get_config()
+    except TablestoreClientError:
+        raise  # the hook's own messages name the field, never a value that could be secret
+    except Exception as err:
+        # Not the message: a parser's error may quote the connection, password included.
+        raise ConnectionUnreadable(f"Airflow could not load connection {conn_id!r} ({type(err).__name__}); "
+                                   "check its definition (Admin > Connections, or its AIRFLOW_CONN_* "
+                                   "variable or secrets backend)") from None
 
 
 def _collect_one(view: InstanceView, limits: Limits, pool: ThreadPoolExecutor, deadline: float) -> None:

@@ -51,10 +51,14 @@ def test_a_failing_connection_keeps_its_error_to_its_row(instance: dict[str, Any
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_TABLESTORE_NOPASSWORD", json.dumps({
         "conn_type": "tablestore", "host": "http://127.0.0.1:1", "login": "id", "extra": {"instance_name": "x"}}))
-    views = {v.conn_id: v for v in collect([instance["conn_id"], "tablestore_nopassword", "tablestore_missing"])}
+    monkeypatch.setenv("AIRFLOW_CONN_TABLESTORE_MALFORMED", "tablestore://id:s3cr3t-x@host:notaport/?instance_name=x")
+    ids = [instance["conn_id"], "tablestore_nopassword", "tablestore_missing", "tablestore_malformed"]
+    views = {v.conn_id: v for v in collect(ids)}
     assert views[instance["conn_id"]].error is None and views[instance["conn_id"]].tunnels
     assert "'password' (AccessKey Secret) is empty" in (views["tablestore_nopassword"].error or "")
     assert "'tablestore_missing' is not defined" in (views["tablestore_missing"].error or "")
+    malformed = views["tablestore_malformed"].error or ""
+    assert "tablestore_malformed" in malformed and "s3cr3t-x" not in malformed
 
 
 def test_a_slow_answer_is_cut_by_the_deadline(instance: dict[str, Any], tablestore_emulator: EmulatorProcess) -> None:
