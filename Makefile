@@ -7,7 +7,7 @@ export PATH := $(BIN):$(PATH)
 AIRFLOW_VERSION ?= 3.3.2
 PROTO_DIR := airflow_tablestore/protocol
 
-.PHONY: test-crash venv test test-compat test-fast demo proto lint bench emulator dist clean
+.PHONY: test-crash venv browser test test-compat test-fast demo proto lint bench emulator dist clean
 
 venv: $(VENV)/.installed
 
@@ -19,7 +19,13 @@ $(VENV)/.installed: pyproject.toml airflow_tablestore/client/plainbuffer/_speedu
 	$(BIN)/python -m pip install -q -e '.[test,airflow,spark]' "apache-airflow==$(AIRFLOW_VERSION)"
 	touch $@
 
-test: venv
+# The browser test of the Tablestore page (tests/e2e/test_ui_page.py) drives Debian's headless Chromium with
+# Playwright (the test extra); Playwright's own browser download is not used.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	test -x $(CHROMIUM) || (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium)
+
+test: venv browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 # The compatibility matrix (Python 3.11-3.13, lowest protobuf, lowest Airflow, one-command install of the built wheel,

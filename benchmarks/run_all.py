@@ -35,6 +35,7 @@ SECTIONS = [
     ("spark-fencing-sink", "Tablestore sink fence cost"),
     ("memory", "Spark consumer memory"),
     ("airflow-sensor", "Airflow sensor and trigger"),
+    ("ui", "The Tablestore page in Airflow's UI"),
     ("structure", "Restructuring before/after"),
     ("subpackages", "Subpackages and composition before/after"),
 ]

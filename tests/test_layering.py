@@ -44,7 +44,8 @@ def _modules(subpackage: str) -> list[str]:
 @pytest.mark.parametrize(
     ("subpackage", "blocked"),
     [("client", {"airflow", "pyspark"}), ("emulator", {"airflow", "pyspark"}), ("spark", {"airflow"}),
-     ("example_dags/jobs", {"airflow"})],  # the example DAGs' PySpark jobs run on Spark, without Airflow
+     ("example_dags/jobs", {"airflow"}),  # the example DAGs' PySpark jobs run on Spark, without Airflow
+     ("ui", {"pyspark"})],  # the UI page runs in the api-server: Airflow, the hooks and the client, never Spark
 )
 def test_subpackage_imports_without_forbidden_dependencies(subpackage: str, blocked: set[str]) -> None:
     if "pyspark" not in blocked:

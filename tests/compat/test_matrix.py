@@ -3,8 +3,8 @@
 - client + emulator on Python 3.11 (with the lowest protobuf, 5.29.0), 3.12 and 3.13 (newest protobuf); the main
   suite (``make test``) covers Python 3.11 with the newest protobuf;
 - the Airflow layer on the lowest supported Airflow, 3.2.0 (hooks, operators, sensor poke and deferred path with
-  the real trigger, provider discovery and connection form, ``airflow dags test`` of a small DAG); the main
-  suite covers the newest, 3.3.2;
+  the real trigger, provider discovery and connection form, ``airflow dags test`` of a small DAG, the Tablestore
+  page's plugin loading, data and HTML); the main suite covers the newest, 3.3.2;
 - the release: ``python -m build`` makes an sdist and a wheel that ``twine check`` passes, with LICENSE, NOTICE,
   the changelog and the docs where they belong and one version everywhere;
 - one install command: ``pip install "airflow-provider-tablestore[airflow,spark]"`` of the built wheel into an
@@ -47,7 +47,7 @@ pytestmark = pytest.mark.timeout(3600)
 
 CORE_TESTS = ("tests/client", "tests/emulator", "tests/protocol", "tests/test_layering.py",
               "tests/test_pytest_plugin.py", "-m", "not slow and not oracle")
-AIRFLOW_TESTS = ("tests/hooks", "tests/operators", "tests/sensors", "tests/triggers", "tests/airflow",
+AIRFLOW_TESTS = ("tests/hooks", "tests/operators", "tests/sensors", "tests/triggers", "tests/airflow", "tests/ui",
                  "tests/test_provider_info.py", "tests/test_pytest_plugin.py")
 
 CORE_ENVS = [
@@ -319,6 +319,21 @@ def _check_airflow_providers_get(bin_dir: Path, env: dict[str, str], tmp_path: P
                                           "documentation-url": None}, checked.stdout
 
 
+def _check_airflow_plugins(bin_dir: Path, env: dict[str, str], tmp_path: Path) -> None:
+    """``airflow plugins`` lists the Tablestore page, registered by the installed wheel's entry point alone."""
+    airflow_env = dict(env, AIRFLOW_HOME=str(tmp_path / "airflow_home_plugins"), AIRFLOW__CORE__LOAD_EXAMPLES="False")
+    shown = subprocess.run([str(bin_dir / "airflow"), "plugins", "-o", "json"], capture_output=True, text=True,
+                           env=airflow_env, cwd=tmp_path, timeout=300)
+    assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
+    listing = json.loads(next(line for line in reversed(shown.stdout.splitlines()) if line.startswith("[")))
+    [plugin] = [p for p in listing if p["name"] == "tablestore"]
+    assert plugin["source"].startswith(f"{PACKAGE}=={airflow_tablestore.__version__}: EntryPoint"), plugin["source"]
+    assert [(v["name"], v["url_route"]) for v in plugin["external_views"]] == [("Tablestore", "tablestore")]
+    assert [a["url_prefix"] for a in plugin["fastapi_apps"]] == ["/tablestore"]
+    assert not (tmp_path / "airflow_home_plugins" / "plugins").exists() or not any(
+        (tmp_path / "airflow_home_plugins" / "plugins").iterdir())  # nothing copied into plugins/
+
+
 PARSE_DAGS_FOLDER = textwrap.dedent('''
     import json, os
     from pathlib import Path
@@ -431,9 +446,11 @@ def test_one_install_command_gives_a_consistent_spark_environment(dists: tuple[P
     endpoint = _check_emulator_command(bin_dir, env, tmp_path)
     plugin = _check_pytest_plugin(bin_dir, env, tmp_path)
     _check_airflow_providers_get(bin_dir, env, tmp_path)
+    _check_airflow_plugins(bin_dir, env, tmp_path)
     dag_ids = _check_dags_folder_lines(bin_dir, env, tmp_path)
     print(f"[compat] wheel {wheel.name}: tablestore-emulator served signed requests on {endpoint}; pytest plugin: "
-          f"{plugin}; `airflow providers get {PACKAGE}` valid against Airflow's provider_info.schema.json; the "
+          f"{plugin}; `airflow providers get {PACKAGE}` valid against Airflow's provider_info.schema.json; "
+          "`airflow plugins` lists the Tablestore page; the "
           f"documented dags-folder lines parsed in safe mode: {', '.join(dag_ids)}")
     result = subprocess.run([str(bin_dir / "python"), "-c", REPLICATE], capture_output=True, text=True,
                             timeout=900, env=env, cwd="/")

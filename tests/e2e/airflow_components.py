@@ -94,6 +94,19 @@ class Airflow:
         self.wait(lambda: self.get(f"/dags/{self.dag_id}").get("dag_id") == self.dag_id, 240,
                   "the DAG to be parsed")
 
+    def start_api_server(self) -> None:
+        """Only the api-server (pages and the REST API over a migrated database; no runs are scheduled)."""
+        self.cli("db", "migrate", timeout=300)
+        self._spawn(["api-server", "--port", str(self.port), "--host", "127.0.0.1"])
+
+        def healthy() -> bool:
+            try:
+                return requests.get(f"http://127.0.0.1:{self.port}/api/v2/monitor/health", timeout=5).ok
+            except requests.ConnectionError:
+                return False
+
+        self.wait(healthy, 180, "the api-server to answer")
+
     def _spawn(self, component: list[str]) -> None:
         log = (self.home / f"{component[0]}.log").open("ab")
         proc = subprocess.Popen([sys.executable, "-m", "airflow", *component], env=self.env, stdout=log,
@@ -163,7 +176,8 @@ class Airflow:
                 return
             time.sleep(2)
         logs = "".join((self.home / f"{name}.log").read_text(errors="replace")[-3000:]
-                       for name in ("scheduler", "dag-processor"))
+                       for name in ("scheduler", "dag-processor", "api-server")
+                       if (self.home / f"{name}.log").exists())
         raise AssertionError(f"timed out waiting for {what}\n{logs}")
 
     def runs(self, dag_id: str | None = None) -> list[dict[str, Any]]:
