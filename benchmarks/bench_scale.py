@@ -211,6 +211,12 @@ def ratios(results: list[Measurement]) -> list[str]:
                        f"{many.peak_threads}, heartbeats per second "
                        f"{few.requests.get('/tunnel/heartbeat', 0) / few.wall_s:.2f} → "
                        f"{many.requests.get('/tunnel/heartbeat', 0) / many.wall_s:.2f}.")
+            # a tunnel of N channels has N base and N stream channels; the records are the same at both points
+            extra = 2 * (many.channels - few.channels)
+            requests = sum(many.requests.values()) - sum(few.requests.values())
+            out.append(f"  Each further channel cost the client {1000 * (many.cpu_s - few.cpu_s) / extra:.1f} ms of "
+                       f"CPU and {requests / extra:.1f} requests (GetCheckpoint, the last Checkpoint, its "
+                       f"ReadRecords): a fixed cost per channel, which records amortize.")
     return out
 
 

@@ -25,6 +25,7 @@ SECTIONS = [
     ("emulator-tunnel", "Emulator tunnel reads"),
     ("tunnel_worker", "TunnelWorker"),
     ("worker_cpu", "TunnelWorker CPU per record"),
+    ("scale", "Scale: the TunnelWorker against rows and channels"),
     ("stream_worker", "StreamWorker"),
     ("spark", "Spark consumer"),
     ("spark-arrow", "Spark consumer: Arrow buffers in C"),
