@@ -203,7 +203,8 @@ def ratios(results: list[Measurement]) -> list[str]:
             out.append(f"- `{client}`, {factor:.0f}x rows: CPU {big.cpu_s / small.cpu_s:.2f}x, wall "
                        f"{big.wall_s / small.wall_s:.2f}x, peak RSS {big.peak_rss_mb / small.peak_rss_mb:.2f}x, "
                        f"threads {small.peak_threads} → {big.peak_threads}.")
-        channel_points = sorted((k for k in mine if k[0] == max(r for r, _ in mine)), key=lambda k: k[1])
+        channel_rows = channel_axis_rows(list(mine.values()))
+        channel_points = sorted((k for k in mine if k[0] == channel_rows), key=lambda k: k[1])
         if len(channel_points) >= 2 and channel_points[0][1] != channel_points[-1][1]:
             few, many = mine[channel_points[0]], mine[channel_points[-1]]
             out.append(f"- `{client}`, {few.channels} → {many.channels} channels: CPU per record "
@@ -220,6 +221,14 @@ def ratios(results: list[Measurement]) -> list[str]:
     return out
 
 
+def channel_axis_rows(results: list[Measurement]) -> int:
+    """The row count of the channel axis: the one measured at the most channel counts."""
+    by_rows: dict[int, set[int]] = {}
+    for m in results:
+        by_rows.setdefault(m.rows, set()).add(m.channels)
+    return max(by_rows, key=lambda rows: (len(by_rows[rows]), rows))
+
+
 def charts(results: list[Measurement]) -> None:
     """CPU per 100k records and peak threads against channels, and CPU and wall against rows (PNG)."""
     import matplotlib
@@ -227,10 +236,10 @@ def charts(results: list[Measurement]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    most_rows = max(m.rows for m in results)
+    channel_rows = channel_axis_rows(results)
     for axis, key, title in (("channels", "channels", "channels (rows fixed)"),
                              ("rows", "rows", "rows (16 channels)")):
-        points = [m for m in results if (m.channels == 16 if axis == "rows" else m.rows == most_rows)]
+        points = [m for m in results if (m.channels == 16 if axis == "rows" else m.rows == channel_rows)]
         if len({getattr(m, key) for m in points}) < 2:
             continue
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
