@@ -52,7 +52,8 @@ def test_a_failed_run_leaves_nothing_that_blocks_the_next(tablestore_emulator: E
     demo.load_rows(tablestore_client, src, ROWS)
     dag = replication_dag(unique("reruns"), auto_register=False)
     conf = {"source_table": src, "destination_table": dst, "tunnel_name": tunnel, "sink_type": "parquet",
-            "records_per_channel": 400, "heartbeat_interval": 1, "verify_replica": True}
+            "records_per_channel": 400, "heartbeat_interval": 1, "verify_replica": True,
+            "sink_tablestore_conn_id": "tablestore_default"}  # every key given: a run's conf outlives it here
     failed_at: dict[str, dict[str, str | None]] = {}
 
     # choose_sink: the Parquet sink without a path. Fix: the sink the run meant.
