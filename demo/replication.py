@@ -238,7 +238,7 @@ def verification_line(output: str) -> str | None:
     """The verdict the DAG's ``verify_replica`` task logged (``replica 'r' of 's' is equal ...``), if any."""
     for line in output.splitlines():
         if " is equal (" in line and "replica '" in line:
-            return "replica '" + line.split("replica '", 1)[1].strip()
+            return "replica '" + line.split("replica '", 1)[1].split(" [airflow", 1)[0].strip()  # no log suffix
     return None
 
 
