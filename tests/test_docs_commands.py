@@ -146,7 +146,7 @@ def check_export_connection(command: str, tmp_path: Path) -> None:
     assert conn.conn_type == "tablestore"
     settings = parse_connection(conn, conn.extra_dejson)
     assert settings.instance_name and settings.endpoint.startswith(("http://", "https://"))
-    if "protocol=http" in value:
+    if "protocol=http" in value or value.startswith("tablestore://http://"):
         assert settings.endpoint.startswith("http://"), settings.endpoint
 
 
@@ -207,6 +207,14 @@ def check_spark_submit(command: str, tmp_path: Path) -> None:
     assert options.table and options.sink
 
 
+def check_verify_command(command: str, tmp_path: Path) -> None:
+    """The replica verifier's command: its flags parse (tests/client/test_verify_replica.py runs it for real)."""
+    from airflow_tablestore.client.verify.__main__ import parser
+
+    args = parser().parse_args(shlex.split(command)[3:])
+    assert args.source_table and args.replica_table
+
+
 RULES: list[tuple[str, Callable[[str, Path], None]]] = [
     (r"^(tablestore-emulator|python -m airflow_tablestore\.emulator) ", check_emulator),
     (r"^make emulator$", check_make_emulator),
@@ -218,6 +226,7 @@ RULES: list[tuple[str, Callable[[str, Path], None]]] = [
     (r"^export TABLESTORE_", check_export_consumer),
     (r"^\.venv/bin/python -m pytest ", check_pytest),
     (r"^spark-submit ", check_spark_submit),
+    (r"^python -m airflow_tablestore\.client\.verify ", check_verify_command),
 ]
 
 
