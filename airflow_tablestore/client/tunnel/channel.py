@@ -282,9 +282,11 @@ class ChannelConsumer:
                 batch = self._buffer.popleft() if self._buffer and not self._stop.is_set() else None
                 read_error = self._read_error
             if batch is not None:
-                self._pools.release()
-                self._maybe_read()
-                self._take(batch)
+                self._maybe_read()  # read ahead while this batch is processed
+                try:
+                    self._take(batch)
+                finally:
+                    self._pools.release()  # the answer's slot is held until it is processed
                 close = self._last_token == FINISHED or self._stop.is_set()
             elif read_error is not None:
                 raise read_error
@@ -301,6 +303,7 @@ class ChannelConsumer:
         with self._lock:
             self._processing = False
             self._idle.notify_all()
+        self._maybe_read()  # read_ahead=0: the next read waits for the end of this step
         self._kick_process()
 
     def _take(self, batch: ReadResult) -> None:
@@ -317,17 +320,22 @@ class ChannelConsumer:
     def _close(self) -> None:
         """The consumer's end: the final checkpoint, CLOSED, the processor retired, the worker told."""
         self._stop.set()
-        if self._flush_on_close and not self.finished and not isinstance(self.error, ResourceGoneError):
-            self._final_flush(self._last_token)
+        try:
+            if self._flush_on_close and not self.finished and not isinstance(self.error, ResourceGoneError):
+                self._final_flush(self._last_token)
+        except Exception:  # noqa: BLE001 - whatever the flush raised, the channel must reach CLOSED
+            log.exception("channel %s: final checkpoint failed", self.channel_id)
         with self._lock:
             dropped = len(self._buffer)
             self._buffer.clear()
+        for _ in range(dropped):
+            self._pools.release()
+        # Retired before CLOSED: join() and the report wait for the processor's shutdown (a sink's flush).
+        self._retire_processor()
+        with self._lock:
             self.state = ConsumerState.CLOSED
             self._processing = False
             self._idle.notify_all()
-        for _ in range(dropped):
-            self._pools.release()
-        self._retire_processor()
         if not self._processor_failed:
             # Report at once; after a processor failure wait for the regular heartbeat instead, so a
             # poison batch is retried at the heartbeat pace (like the SDKs), not in a tight loop.

@@ -22,7 +22,7 @@ class TunnelWorkerConfig:
     * ``max_channel_parallel``: the process pool's size: at most this many channels run ``process()`` at once.
     * ``read_threads``: the read pool's size: at most this many ReadRecords calls in flight at once.
     * ``max_buffered_answers``: at most this many ReadRecords answers held at once across all channels (being
-      read or waiting to be processed; an answer is at most a few MB).
+      read, waiting or being processed; an answer is at most a few MB).
     * ``read_ahead``: ReadRecords answers one channel may read ahead while its previous batch is processed;
       0 reads the next answer only once the previous one is processed.
     * ``empty_read_backoff``: sleep between stream reads that returned "not enough" data.

@@ -4,7 +4,8 @@ A worker owns one ``ChannelPools``: a read pool (``read_threads`` threads making
 pool (``max_channel_parallel`` threads calling the processor), one timer thread for the empty-read back-off
 of idle stream channels, and a budget of ``max_buffered_answers`` ReadRecords answers held at once (read,
 being read, or waiting to be processed). Threads and buffered answers are therefore fixed by configuration,
-whatever the number of channels: a channel with nothing to do holds no thread.
+whatever the number of channels: a channel with nothing to do holds no thread. Like the threads they replace,
+the pools' threads are daemon threads (a process may exit while a processor blocks) and log what a task raises.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger(__name__)
 
@@ -62,14 +63,57 @@ class _Timer:
                 log.exception("tunnel timer callback failed")
 
 
+class _Pool:
+    """At most ``size`` daemon threads running submitted tasks in order of submission; a thread is started only
+    when no idle one can take the task."""
+
+    def __init__(self, size: int, prefix: str) -> None:
+        self._size, self._prefix = size, prefix
+        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0
+        self._closed = False
+
+    def submit(self, task: Callable[[], None]) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._tasks.put(task)
+            if self._idle <= 0 and self._threads < self._size:
+                self._threads += 1
+                threading.Thread(target=self._loop, name=f"{self._prefix}{self._threads}", daemon=True).start()
+            else:
+                self._idle -= 1  # one idle thread will take it (counted back when it waits again)
+
+    def close(self) -> None:
+        """Let the threads end once the tasks queued before are done."""
+        with self._lock:
+            self._closed = True
+            for _ in range(self._threads):
+                self._tasks.put(None)
+
+    def _loop(self) -> None:
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                return
+            try:
+                task()
+            except BaseException:  # noqa: BLE001 - nothing else would see it; the pool keeps serving
+                log.exception("tunnel pool task %r failed", task)
+            with self._lock:
+                self._idle += 1
+
+
 class ChannelPools:
     """The read pool, the process pool, the back-off timer and the buffered-answers budget of one worker."""
 
     def __init__(self, *, read_threads: int, process_threads: int, max_buffered_answers: int) -> None:
         self.read_threads, self.process_threads = read_threads, process_threads
         self.max_buffered_answers = max_buffered_answers
-        self._reads = ThreadPoolExecutor(read_threads, thread_name_prefix="tunnel-reader-")
-        self._processes = ThreadPoolExecutor(process_threads, thread_name_prefix=THREAD_PREFIX)
+        self._reads = _Pool(read_threads, "tunnel-reader-")
+        self._processes = _Pool(process_threads, THREAD_PREFIX)
         self._timer = _Timer("tunnel-timer")
         self._lock = threading.Lock()
         self._held = 0
@@ -94,7 +138,7 @@ class ChannelPools:
             wake = self._waiting.popleft() if self._waiting else None
             if wake is None:
                 self._held -= 1
-        if wake is not None and not self._closed:
+        if wake is not None:
             self._reads.submit(wake)
 
     @property
@@ -105,8 +149,7 @@ class ChannelPools:
     # -- scheduling ---------------------------------------------------------------------------------
     def read(self, task: Callable[[], None]) -> None:
         """Run ``task`` on the read pool."""
-        if not self._closed:
-            self._reads.submit(task)
+        self._reads.submit(task)
 
     def later(self, delay_s: float, task: Callable[[], None]) -> None:
         """Run ``task`` on the read pool after ``delay_s`` (the timer waits; no pool thread, no answer slot)."""
@@ -115,12 +158,11 @@ class ChannelPools:
 
     def process(self, task: Callable[[], None]) -> None:
         """Run ``task`` on the process pool."""
-        if not self._closed:
-            self._processes.submit(task)
+        self._processes.submit(task)
 
     def close(self) -> None:
         """Stop the timer and let the pools' threads end once their queued work is done."""
         self._closed = True
         self._timer.close()
-        self._reads.shutdown(wait=False, cancel_futures=True)
-        self._processes.shutdown(wait=False)
+        self._reads.close()
+        self._processes.close()

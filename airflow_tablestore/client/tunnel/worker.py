@@ -285,8 +285,9 @@ class TunnelWorker:
             self._channels.clear()
         for consumer in consumers:
             consumer.stop(flush=graceful)
+        deadline = time.monotonic() + 30.0  # one bound for all: a hung processor must not cost 30 s per channel
         for consumer in consumers:
-            if not consumer.join(timeout=30.0):
+            if not consumer.join(timeout=max(0.0, deadline - time.monotonic())):
                 log.warning("channel %s did not stop within 30s", consumer.channel_id)
         self._metrics.maybe_log(self.config.progress_log_interval_s, self.tunnel_id, force=True)
         self._metrics.set_owned(0)

@@ -204,3 +204,52 @@ def test_threads_and_buffered_answers_are_bounded_by_the_pools_not_the_channels(
     assert len(keys) == 400, worker.error
     assert len(tablestore_tunnel_client.describe_tunnel(table, "p").channels) >= 10
     assert 1 <= readers <= 2 and 1 <= processors <= 2 and 1 <= held <= 3
+
+
+@pytest.mark.parametrize("read_ahead", [0, 2])
+def test_any_read_ahead_drains_every_channel(
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any, unique_table: str, read_ahead: int
+) -> None:
+    table = f"{unique_table}r{read_ahead}"
+    tablestore_client.create_table(table_schema(table))
+    load_base_rows(tablestore_client, table, 85)
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "r", TunnelType.BASE_DATA)
+    keys: set[Any] = set()
+    lock = threading.Lock()
+
+    def record(records: list[Any], ctx: Any) -> None:
+        with lock:
+            keys.update(r.primary_key for r in records)
+
+    with TunnelWorker(tablestore_tunnel_client, tunnel_id, CallbackProcessor(record),
+                      fast_config(read_ahead=read_ahead, max_buffered_answers=2)) as worker:
+        wait_for(lambda: len(keys) == 85, "all rows", workers=[worker])
+        wait_for(lambda: all(c.status.value == "TERMINATED"
+                             for c in tablestore_tunnel_client.describe_tunnel(table, "r").channels),
+                 "base channels", workers=[worker])
+
+
+def test_shutdown_waits_for_each_channels_processor_to_shut_down(
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any, unique_table: str
+) -> None:
+    table = f"{unique_table}s"
+    tablestore_client.create_table(table_schema(table))
+    tunnel_id = tablestore_tunnel_client.create_tunnel(table, "s", TunnelType.STREAM)
+    made: list[str] = []
+    closed: list[str] = []
+    seen: list[Any] = []
+
+    def slow_shutdown(channel_id: str) -> None:
+        time.sleep(0.5)  # a sink's flush: the worker's shutdown must wait for it
+        closed.append(channel_id)
+
+    def factory(ctx: Any) -> CallbackProcessor:
+        made.append(ctx.channel_id)
+        return CallbackProcessor(lambda records, c: seen.extend(records),
+                                 on_shutdown=lambda: slow_shutdown(ctx.channel_id))
+
+    with TunnelWorker(tablestore_tunnel_client, tunnel_id, factory, fast_config()) as worker:
+        wait_for(lambda: len(made) == 2, "both stream channels", workers=[worker])
+        load_base_rows(tablestore_client, table, 10)
+        wait_for(lambda: len(seen) >= 10, "the changes", workers=[worker])
+    assert sorted(closed) == sorted(made)
