@@ -1,10 +1,13 @@
 """Airflow's components as separate processes for end-to-end tests: api-server, scheduler, dag-processor and
-triggerer with the LocalExecutor on one SQLite file in WAL mode, driven through the public REST API as the UI
-does (a helper module, not a test module)."""
+triggerer with the LocalExecutor on one metadata database — PostgreSQL (``tests/e2e/postgres.py``; what a
+deployment uses, and what backfills need) or, as the development setup, one SQLite file in WAL mode — driven
+through the public REST API as the UI does (a helper module, not a test module)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -20,29 +23,6 @@ from demo import replication as demo
 
 from .spark_runs import FAST_JVM
 
-IMMEDIATE_CLI = """
-import sys
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
-
-
-@event.listens_for(Engine, "connect")
-def _driver_leaves_transactions_to_sqlalchemy(dbapi_connection, record):
-    dbapi_connection.isolation_level = None
-
-
-@event.listens_for(Engine, "begin")
-def _begin_immediate(connection):
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-
-from airflow.__main__ import main
-
-sys.argv = ["airflow", *sys.argv[1:]]
-sys.exit(main())
-"""
-"""The Airflow CLI with every SQLite transaction begun ``IMMEDIATE`` (:meth:`Airflow.create_backfill`)."""
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -50,15 +30,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def components_env(home: Path, emulator: EmulatorProcess, dags: Path, port: int) -> dict[str, str]:
+def components_env(home: Path, emulator: EmulatorProcess, dags: Path, port: int, *,
+                   database_url: str | None = None) -> dict[str, str]:
     """The environment of the components (and the CLI): ``home`` as AIRFLOW_HOME, ``dags`` as the dags folder,
-    the emulator as ``tablestore_default``, ``local[2]`` as ``spark_default``, the API on ``port``."""
+    the emulator as ``tablestore_default``, ``local[2]`` as ``spark_default``, the API on ``port``, the metadata
+    database at ``database_url`` (default: the development setup, ``$AIRFLOW_HOME/airflow.db``)."""
     env = demo.airflow_env(home, emulator, spark_master="local[2]")
     env.update({
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        # four processes and the CLI share one SQLite file: wait for its lock instead of failing at once
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db?timeout=60",
+        # SQLite: four processes and the CLI share one file: wait for its lock instead of failing at once
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": database_url or f"sqlite:///{home}/airflow.db?timeout=60",
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
@@ -83,11 +65,12 @@ class Airflow:
 
     def start(self) -> None:
         self.cli("db", "migrate", timeout=300)
-        # Four processes and the CLI write one SQLite file. In the default rollback journal a reader that starts
-        # to write while another process writes gets "database is locked" at once, whatever the busy timeout;
-        # write-ahead logging (kept in the file) lets readers and the one writer proceed.
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            db.execute("PRAGMA journal_mode=WAL")
+        if self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("sqlite:"):
+            # Four processes and the CLI write one SQLite file. In the default rollback journal a reader that
+            # starts to write while another process writes gets "database is locked" at once, whatever the busy
+            # timeout; write-ahead logging (kept in the file) lets readers and the one writer proceed.
+            with sqlite3.connect(self.home / "airflow.db") as db:
+                db.execute("PRAGMA journal_mode=WAL")
         for component in (["api-server", "--port", str(self.port), "--host", "127.0.0.1"], ["scheduler"],
                           ["dag-processor"], ["triggerer"]):
             self._spawn(component)
@@ -112,6 +95,19 @@ class Airflow:
     def start_triggerer(self) -> None:
         self._spawn(["triggerer"])
 
+    def restart_scheduler(self, grace: float = 60) -> None:
+        """Restart the scheduler as a service manager does: SIGTERM to its main process, then, after ``grace``
+        seconds, SIGKILL to whatever of its process group is left (docker's stop timeout); then start another."""
+        proc = self.components["scheduler"]
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(grace)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        self._spawn(["scheduler"])
+
     def stop(self) -> None:
         for proc in self.procs:
             if proc.poll() is None:
@@ -124,19 +120,6 @@ class Airflow:
 
     def cli(self, *args: str, timeout: float = 120) -> str:
         done = self._run_cli(args, timeout)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        return done.stdout
-
-    def create_backfill(self, *args: str) -> str:
-        """``airflow backfill create`` with SQLite transactions that take the write lock when they begin.
-
-        Even in WAL mode, a deferred transaction that read before it writes gets "database is locked" at once (no
-        busy wait) when another process committed in between. Airflow then deletes the partial backfill's runs,
-        and a scheduler that had one of them loaded crashes (ObjectDeletedError). ``BEGIN IMMEDIATE`` makes the
-        CLI wait for the lock (the busy timeout) instead, so the conflict never happens.
-        """
-        done = subprocess.run([sys.executable, "-c", IMMEDIATE_CLI, "backfill", "create", *args], env=self.env,
-                              capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done.stdout
 
@@ -176,6 +159,11 @@ class Airflow:
 
         self.wait(done, timeout, f"the runs of {dag_id or self.dag_id} to finish")
         return self.runs(dag_id)
+
+    def tries(self, run_id: str, task_id: str, dag_id: str | None = None) -> list[dict[str, Any]]:
+        """Every try of a task instance (earlier tries from the history table, then the current one)."""
+        return list(self.get(f"/dags/{dag_id or self.dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/tries")
+                    .get("task_instances", []))
 
     def task_instances(self, run_id: str, dag_id: str | None = None) -> list[dict[str, Any]]:
         return list(self.get(f"/dags/{dag_id or self.dag_id}/dagRuns/{run_id}/taskInstances", limit=100)
