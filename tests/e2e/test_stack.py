@@ -287,7 +287,6 @@ def scenario(stack: Stack, writes: dict[str, list[RowWrite]], hour: datetime, *,
             got = stream_changes(arrow_to_records(read_change_log(f"{stack.changelog}/interval={partition}")))
             assert got == Counter(write_key(w) for w in batch), partition
         stack.log("backfill of three intervals, partitions exact")
-        airflow.call("PATCH", f"/dags/{DAG_ID}", {"is_paused": True})  # no more scheduled runs in the way
 
         # the Spark worker SIGKILLed with its executors during a full phase (a new tunnel), then restarted
         faults = dict(FAULTS, tunnel_name="faults_full", destination_table="orders_big_replica_2")
