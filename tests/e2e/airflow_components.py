@@ -12,6 +12,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,11 @@ class Airflow:
         self.base = f"http://127.0.0.1:{port}/api/v2"
         self.procs: list[subprocess.Popen[bytes]] = []
         self.components: dict[str, subprocess.Popen[bytes]] = {}  # the latest process of each component
+        self.commands: dict[str, list[str]] = {}  # each component's command line (what the supervisor reruns)
+        self.restarts: list[str] = []  # components the supervisor started again after they exited
+        self._lock = threading.RLock()
+        self._held: set[str] = set()  # components killed on purpose, not to be restarted by the supervisor
+        self._supervising = threading.Event()
 
     def start(self) -> None:
         self.cli("db", "migrate", timeout=300)
@@ -83,32 +89,59 @@ class Airflow:
                                 stderr=subprocess.STDOUT, start_new_session=True)
         self.procs.append(proc)
         self.components[component[0]] = proc
+        self.commands[component[0]] = component
+
+    def supervise(self) -> None:
+        """Start a component again whenever it exits, as a service manager's restart policy does (compose's
+        ``restart: unless-stopped``); :attr:`restarts` lists them."""
+        self._supervising.set()
+
+        def watch() -> None:
+            while self._supervising.is_set():
+                with self._lock:
+                    for name, proc in list(self.components.items()):
+                        if name not in self._held and proc.poll() is not None and self._supervising.is_set():
+                            self.restarts.append(name)
+                            self._spawn(self.commands[name])
+                time.sleep(2)
+
+        threading.Thread(target=watch, daemon=True).start()
 
     def kill_triggerer(self) -> None:
         """SIGKILL the triggerer and its trigger runner (no shutdown, as in a crash); :meth:`start_triggerer`
         starts another."""
-        proc = self.components["triggerer"]
-        if proc.poll() is None:
-            os.killpg(proc.pid, 9)
-            proc.wait(30)
+        with self._lock:
+            self._held.add("triggerer")
+            proc = self.components["triggerer"]
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.wait(30)
 
     def start_triggerer(self) -> None:
-        self._spawn(["triggerer"])
+        with self._lock:
+            self._held.discard("triggerer")
+            self._spawn(["triggerer"])
 
     def restart_scheduler(self, grace: float = 60) -> None:
         """Restart the scheduler as a service manager does: SIGTERM to its main process, then, after ``grace``
         seconds, SIGKILL to whatever of its process group is left (docker's stop timeout); then start another."""
-        proc = self.components["scheduler"]
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(grace)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-        self._spawn(["scheduler"])
+        with self._lock:
+            proc = self.components["scheduler"]
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(grace)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+            self._spawn(["scheduler"])
 
     def stop(self) -> None:
+        self._supervising.clear()
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
         for proc in self.procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, 15)

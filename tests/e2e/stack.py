@@ -38,6 +38,11 @@ def compose_airflow_env() -> dict[str, str]:
     return envs[0]
 
 
+def compose_restart_policies() -> dict[str, str]:
+    """Each Airflow component's restart policy in the compose file (the test's supervisor plays it)."""
+    return {name: str(SERVICES[name].get("restart", "no")) for name in AIRFLOW_SERVICES}
+
+
 def compose_emulator() -> dict[str, str]:
     """The emulator's instance and credentials as the compose file's ``tablestore_default`` names them."""
     conn = json.loads(compose_airflow_env()["AIRFLOW_CONN_TABLESTORE_DEFAULT"])

@@ -93,6 +93,7 @@ def history(tmp_path: Path) -> Iterator[tuple[EmulatorProcess, dict[str, list[Ro
         yield emu, writes, hour
 
 
+@pytest.mark.timeout(1200)  # about 6 minutes on a quiet machine; Spark and Airflow slow down a lot under load
 def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, list[RowWrite]], datetime],
                                     tmp_path: Path) -> None:
     emulator, writes, hour = history

@@ -54,6 +54,7 @@ from .stack import (
     TEST_ONLY,
     compose_airflow_env,
     compose_emulator,
+    compose_restart_policies,
     compose_worker_args,
     local_addresses,
     localize,
@@ -102,6 +103,8 @@ def test_stack_runs_the_compose_settings(tmp_path: Path) -> None:
     spark = json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"])
     assert (spark["host"], spark["port"], spark["extra"]["deploy-mode"]) == ("spark://127.0.0.1", 7999, "client")
     assert compose_worker_args() == ["--cores", "2", "--memory", "2g"]
+    # the compose file restarts the components that exit; the stack's supervisor does the same
+    assert set(compose_restart_policies().values()) == {"unless-stopped"}
     # docs/airflow.md, "Production setup": the same settings, with the compose file's hostnames
     text = (REPO / "docs" / "airflow.md").read_text()
     section = text.split("## Production setup", 1)[1].split("\n## ", 1)[0]
@@ -230,6 +233,7 @@ def stack(tmp_path: Path) -> Iterator[tuple[Stack, dict[str, list[RowWrite]], da
             airflow = Airflow(env, home, port, DAG_ID)
             try:
                 airflow.start()
+                airflow.supervise()  # the compose file's restart policy (test_stack_runs_the_compose_settings)
                 yield Stack(emulator, postgres, spark, airflow, changelog), writes, hour
             finally:
                 airflow.stop()
@@ -269,7 +273,7 @@ def scenario(stack: Stack, writes: dict[str, list[RowWrite]], hour: datetime, *,
     demo.write_changes(stack.client, "orders_big", BIG_ROWS, 200, gone=gone)
     stack.postgres.restart()
     stack.next_run_exact()
-    stack.log("PostgreSQL restarted between runs, next run exact")
+    stack.log(f"PostgreSQL restarted between runs, next run exact (components restarted: {airflow.restarts})")
     scheduled = [r for r in airflow.wait_runs_done() if r["run_type"] == "scheduled"]
     assert scheduled and all(r["state"] == "success" for r in scheduled), scheduled
     stack.log("scheduled run")
@@ -348,7 +352,7 @@ def scenario(stack: Stack, writes: dict[str, list[RowWrite]], hour: datetime, *,
     for name in ("scheduler", "dag-processor", "triggerer", "api-server"):
         log = (airflow.home / f"{name}.log").read_text(errors="replace")
         assert "database is locked" not in log, name
-    stack.log("checks")
+    stack.log(f"checks (components the supervisor restarted: {airflow.restarts})")
 
 
 @pytest.mark.slow
