@@ -37,9 +37,8 @@ from typing import Any
 import pytest
 from replication_helpers import stream_changes, write_key
 
-from airflow_tablestore.client.model import RowWrite, TunnelType
+from airflow_tablestore.client.model import RowWrite
 from airflow_tablestore.client.table.client import TableClient
-from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks.parquet import read_change_log
@@ -214,8 +213,6 @@ def stack(tmp_path: Path) -> Iterator[tuple[Stack, dict[str, list[RowWrite]], da
         client = TableClient(**emulator.client_kwargs)
         demo.create_source_table(client, "orders_big")
         demo.load_rows(client, "orders_big", BIG_ROWS)
-        with TunnelClient(**emulator.client_kwargs) as tunnels:  # the streaming job's and the watcher's tunnel
-            tunnels.create_tunnel("orders", "orders_changes", TunnelType.STREAM)
         changelog = tmp_path / "changelog"  # shared by the Airflow workers and the Spark worker (compose: a volume)
         dags = tmp_path / "dags"
         dags.mkdir()
@@ -292,6 +289,22 @@ def scenario(stack: Stack, writes: dict[str, list[RowWrite]], hour: datetime, *,
             assert got == Counter(write_key(w) for w in batch), partition
         stack.log("backfill of three intervals, partitions exact")
 
+        # the streaming job DAG on the cluster
+        airflow.call("PATCH", "/dags/tablestore_stream_job", {"is_paused": False})
+        stream = airflow.wait_runs_done("tablestore_stream_job", timeout=900)
+        assert stream and all(r["state"] == "success" for r in stream), stream
+        output = airflow.home / "tablestore_stream" / "changes"
+        assert list(output.glob("*.parquet")), list(output.iterdir()) if output.exists() else output
+        stack.log("streaming job DAG")
+
+        # the AssetWatcher DAG: changes to orders start a run
+        airflow.call("PATCH", "/dags/orders_on_changes", {"is_paused": False})
+        time.sleep(10)  # the watcher's trigger starts in the triggerer
+        demo.write_changes(stack.client, "orders", ROWS, 60, offset=9)
+        airflow.wait(lambda: any(r["state"] == "success" for r in airflow.runs("orders_on_changes")), 300,
+                     "a run of orders_on_changes")
+        stack.log("AssetWatcher DAG")
+
         # the Spark worker SIGKILLed with its executors during a full phase (a new tunnel), then restarted
         faults = dict(FAULTS, tunnel_name="faults_full", destination_table="orders_big_replica_2")
         run_id = stack.trigger(faults)
@@ -330,22 +343,6 @@ def scenario(stack: Stack, writes: dict[str, list[RowWrite]], hour: datetime, *,
         stack.next_run_exact()
         assert stack.wait_run(sensor, "wait_for_replication") == "success"
         stack.log("triggerer killed while a sensor was deferred, sensor resumed")
-
-        # the streaming job DAG on the cluster
-        airflow.call("PATCH", "/dags/tablestore_stream_job", {"is_paused": False})
-        stream = airflow.wait_runs_done("tablestore_stream_job", timeout=900)
-        assert stream and all(r["state"] == "success" for r in stream), stream
-        output = airflow.home / "tablestore_stream" / "changes"
-        assert list(output.glob("*.parquet")), list(output.iterdir()) if output.exists() else output
-        stack.log("streaming job DAG")
-
-        # the AssetWatcher DAG: changes to orders start a run
-        airflow.call("PATCH", "/dags/orders_on_changes", {"is_paused": False})
-        time.sleep(10)  # the watcher's trigger starts in the triggerer
-        demo.write_changes(stack.client, "orders", ROWS, 60, offset=9)
-        airflow.wait(lambda: any(r["state"] == "success" for r in airflow.runs("orders_on_changes")), 300,
-                     "a run of orders_on_changes")
-        stack.log("AssetWatcher DAG")
 
     assert_no_concurrent_tries(airflow, [DAG_ID, "wait_for_replication", "tablestore_stream_job",
                                          "orders_on_changes"] if whole else [DAG_ID])
