@@ -7,7 +7,7 @@ export PATH := $(BIN):$(PATH)
 AIRFLOW_VERSION ?= 3.3.2
 PROTO_DIR := airflow_tablestore/protocol
 
-.PHONY: test-crash venv browser test test-compat test-fast demo proto lint bench emulator dist clean
+.PHONY: test-crash venv browser test test-compat test-fast test-stack postgres demo proto lint bench emulator dist clean
 
 venv: $(VENV)/.installed
 
@@ -25,8 +25,21 @@ CHROMIUM ?= /usr/bin/chromium
 browser:
 	test -x $(CHROMIUM) || (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium)
 
-test: venv browser
+test: venv browser postgres
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+# PostgreSQL 15's server from Debian for the end-to-end tests' metadata database (tests/e2e/postgres.py runs a
+# throwaway cluster of its own; the package's default cluster is not used)
+PG_BINDIR := /usr/lib/postgresql/15/bin
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+postgres:
+	@test -x $(PG_BINDIR)/initdb || { $(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-15; }
+
+# docker-compose.yaml's stack run whole as processes, with faults (PostgreSQL, Spark standalone, the emulator,
+# Airflow's components; tens of minutes). `make test` runs its short scenario.
+test-stack: venv postgres
+	TABLESTORE_STACK=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/e2e/test_stack.py
 
 # The compatibility matrix (Python 3.11-3.13, lowest protobuf, lowest Airflow, one-command install of the built wheel,
 # the sdist on its own) and the release check (python -m build, twine check): venvs in .venvs/

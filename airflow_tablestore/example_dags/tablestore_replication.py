@@ -82,8 +82,8 @@ def _params() -> dict[str, Param]:
                                           "Parquet sink, ignored with the Tablestore sink"),
         "records_per_channel": Param(50000, type="integer", minimum=1, maximum=10_000_000,
                                      title="Records per channel and round",
-                                     description="the most records one Spark task reads from a channel per "
-                                                 "round (memory per task), 1 to 10,000,000"),
+                                     description="records after which a Spark task stops reading a channel in "
+                                                 "a round, rounded up to whole tunnel reads; 1 to 10,000,000"),
         "heartbeat_interval": Param(5, type="number", exclusiveMinimum=0, exclusiveMaximum=60,
                                     title="Heartbeat interval (s)",
                                     description="seconds between the consumer's tunnel heartbeats: above 0, "
@@ -178,7 +178,8 @@ def replication_dag(dag_id: str = DAG_ID, *, start_date: datetime | None = None,
                 "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file://{CONSUMER_LOG4J_CONFIG}",
             },
             # One consumer of the tunnel at a time across all runs of this DAG, backfills included (Airflow 3.3
-            # does not apply max_active_runs to backfills, which start 10 runs by default); earlier runs first.
+            # does not apply max_active_runs to backfills, which start 10 runs by default), in no fixed order: a
+            # backfill run rebuilds only its own interval.
             "max_active_tis_per_dag": 1,
             "tablestore_conn_id": "{{ params.tablestore_conn_id }}",
         }

@@ -41,7 +41,8 @@ def consumer_arguments(*, table: str, tunnel: str | XComArg, phase: str, sink: s
     :param sink: ``tablestore`` or ``parquet`` (``--sink``).
     :param sink_table: the destination table of the Tablestore sink (``--sink-table``).
     :param sink_path: the change log's root of the Parquet sink (``--sink-path``).
-    :param records_per_channel: the most records a Spark task reads from a channel per round.
+    :param records_per_channel: records after which a Spark task stops reading a channel in a round,
+        rounded up to whole ReadRecords answers.
     :param heartbeat_interval: seconds between the consumer's tunnel heartbeats.
     :param partition_by: the change log's partitioning: ``none``, ``hour`` or ``day``.
     :param cutoff: where the incremental phase stops (ISO-8601; last on the command line).

@@ -113,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "return it as their XCom)")
     p.add_argument("--credentials-file", help="JSON file with 'source' and optional 'sink' settings")
     p.add_argument("--records-per-channel", type=_positive_int, default=50_000,
-                   help="records read per channel per round (default %(default)s)")
+                   help="records after which a round stops reading a channel, rounded up to whole ReadRecords "
+                   "answers (a checkpoint holds an answer's end; default %(default)s)")
     p.add_argument("--bytes-per-channel", type=_positive_int, default=256 * 1024 * 1024,
                    help="bytes (as read from the tunnel) per channel per round: with --records-per-channel, "
                    "bounds a task's work for large rows (default %(default)s = 256 MiB)")

@@ -1,14 +1,18 @@
 """Airflow's components as separate processes for end-to-end tests: api-server, scheduler, dag-processor and
-triggerer with the LocalExecutor on one SQLite file in WAL mode, driven through the public REST API as the UI
-does (a helper module, not a test module)."""
+triggerer with the LocalExecutor on one metadata database — PostgreSQL (``tests/e2e/postgres.py``; what a
+deployment uses, and what backfills need) or, as the development setup, one SQLite file in WAL mode — driven
+through the public REST API as the UI does (a helper module, not a test module)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,29 +24,6 @@ from demo import replication as demo
 
 from .spark_runs import FAST_JVM
 
-IMMEDIATE_CLI = """
-import sys
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
-
-
-@event.listens_for(Engine, "connect")
-def _driver_leaves_transactions_to_sqlalchemy(dbapi_connection, record):
-    dbapi_connection.isolation_level = None
-
-
-@event.listens_for(Engine, "begin")
-def _begin_immediate(connection):
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-
-from airflow.__main__ import main
-
-sys.argv = ["airflow", *sys.argv[1:]]
-sys.exit(main())
-"""
-"""The Airflow CLI with every SQLite transaction begun ``IMMEDIATE`` (:meth:`Airflow.create_backfill`)."""
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -50,15 +31,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def components_env(home: Path, emulator: EmulatorProcess, dags: Path, port: int) -> dict[str, str]:
+def components_env(home: Path, emulator: EmulatorProcess, dags: Path, port: int, *,
+                   database_url: str | None = None) -> dict[str, str]:
     """The environment of the components (and the CLI): ``home`` as AIRFLOW_HOME, ``dags`` as the dags folder,
-    the emulator as ``tablestore_default``, ``local[2]`` as ``spark_default``, the API on ``port``."""
+    the emulator as ``tablestore_default``, ``local[2]`` as ``spark_default``, the API on ``port``, the metadata
+    database at ``database_url`` (default: the development setup, ``$AIRFLOW_HOME/airflow.db``)."""
     env = demo.airflow_env(home, emulator, spark_master="local[2]")
     env.update({
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        # four processes and the CLI share one SQLite file: wait for its lock instead of failing at once
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db?timeout=60",
+        # SQLite: four processes and the CLI share one file: wait for its lock instead of failing at once
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": database_url or f"sqlite:///{home}/airflow.db?timeout=60",
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
@@ -80,14 +63,20 @@ class Airflow:
         self.base = f"http://127.0.0.1:{port}/api/v2"
         self.procs: list[subprocess.Popen[bytes]] = []
         self.components: dict[str, subprocess.Popen[bytes]] = {}  # the latest process of each component
+        self.commands: dict[str, list[str]] = {}  # each component's command line (what the supervisor reruns)
+        self.restarts: list[str] = []  # components the supervisor started again after they exited
+        self._lock = threading.RLock()
+        self._held: set[str] = set()  # components killed on purpose, not to be restarted by the supervisor
+        self._supervising = threading.Event()
 
     def start(self) -> None:
         self.cli("db", "migrate", timeout=300)
-        # Four processes and the CLI write one SQLite file. In the default rollback journal a reader that starts
-        # to write while another process writes gets "database is locked" at once, whatever the busy timeout;
-        # write-ahead logging (kept in the file) lets readers and the one writer proceed.
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            db.execute("PRAGMA journal_mode=WAL")
+        if self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("sqlite:"):
+            # Four processes and the CLI write one SQLite file. In the default rollback journal a reader that
+            # starts to write while another process writes gets "database is locked" at once, whatever the busy
+            # timeout; write-ahead logging (kept in the file) lets readers and the one writer proceed.
+            with sqlite3.connect(self.home / "airflow.db") as db:
+                db.execute("PRAGMA journal_mode=WAL")
         for component in (["api-server", "--port", str(self.port), "--host", "127.0.0.1"], ["scheduler"],
                           ["dag-processor"], ["triggerer"]):
             self._spawn(component)
@@ -113,19 +102,59 @@ class Airflow:
                                 stderr=subprocess.STDOUT, start_new_session=True)
         self.procs.append(proc)
         self.components[component[0]] = proc
+        self.commands[component[0]] = component
+
+    def supervise(self) -> None:
+        """Start a component again whenever it exits, as a service manager's restart policy does (compose's
+        ``restart: unless-stopped``); :attr:`restarts` lists them."""
+        self._supervising.set()
+
+        def watch() -> None:
+            while self._supervising.is_set():
+                with self._lock:
+                    for name, proc in list(self.components.items()):
+                        if name not in self._held and proc.poll() is not None and self._supervising.is_set():
+                            self.restarts.append(name)
+                            self._spawn(self.commands[name])
+                time.sleep(2)
+
+        threading.Thread(target=watch, daemon=True).start()
 
     def kill_triggerer(self) -> None:
         """SIGKILL the triggerer and its trigger runner (no shutdown, as in a crash); :meth:`start_triggerer`
         starts another."""
-        proc = self.components["triggerer"]
-        if proc.poll() is None:
-            os.killpg(proc.pid, 9)
-            proc.wait(30)
+        with self._lock:
+            self._held.add("triggerer")
+            proc = self.components["triggerer"]
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.wait(30)
 
     def start_triggerer(self) -> None:
-        self._spawn(["triggerer"])
+        with self._lock:
+            self._held.discard("triggerer")
+            self._spawn(["triggerer"])
+
+    def restart_scheduler(self, grace: float = 60) -> None:
+        """Restart the scheduler as a service manager does: SIGTERM to its main process, then, after ``grace``
+        seconds, SIGKILL to whatever of its process group is left (docker's stop timeout); then start another."""
+        with self._lock:
+            proc = self.components["scheduler"]
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(grace)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+            self._spawn(["scheduler"])
 
     def stop(self) -> None:
+        self._supervising.clear()
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
         for proc in self.procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, 15)
@@ -137,19 +166,6 @@ class Airflow:
 
     def cli(self, *args: str, timeout: float = 120) -> str:
         done = self._run_cli(args, timeout)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        return done.stdout
-
-    def create_backfill(self, *args: str) -> str:
-        """``airflow backfill create`` with SQLite transactions that take the write lock when they begin.
-
-        Even in WAL mode, a deferred transaction that read before it writes gets "database is locked" at once (no
-        busy wait) when another process committed in between. Airflow then deletes the partial backfill's runs,
-        and a scheduler that had one of them loaded crashes (ObjectDeletedError). ``BEGIN IMMEDIATE`` makes the
-        CLI wait for the lock (the busy timeout) instead, so the conflict never happens.
-        """
-        done = subprocess.run([sys.executable, "-c", IMMEDIATE_CLI, "backfill", "create", *args], env=self.env,
-                              capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done.stdout
 
@@ -190,6 +206,11 @@ class Airflow:
 
         self.wait(done, timeout, f"the runs of {dag_id or self.dag_id} to finish")
         return self.runs(dag_id)
+
+    def tries(self, run_id: str, task_id: str, dag_id: str | None = None) -> list[dict[str, Any]]:
+        """Every try of a task instance (earlier tries from the history table, then the current one)."""
+        return list(self.get(f"/dags/{dag_id or self.dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/tries")
+                    .get("task_instances", []))
 
     def task_instances(self, run_id: str, dag_id: str | None = None) -> list[dict[str, Any]]:
         return list(self.get(f"/dags/{dag_id or self.dag_id}/dagRuns/{run_id}/taskInstances", limit=100)

@@ -1,5 +1,6 @@
 """The replication DAG under a real Airflow (issue 12, item 8): api-server, scheduler, dag-processor and
-triggerer as separate processes with the LocalExecutor, driven through the public REST API as the UI does.
+triggerer as separate processes with the LocalExecutor on PostgreSQL (a throwaway cluster: ``airflow backfill
+create`` while the scheduler runs is not reliable on SQLite), driven through the public REST API as the UI does.
 
 The emulator's clock starts four hours back so that the source's history spans past hourly intervals: base rows
 are loaded in the first, changes are written in each of the next three, then the clock catches up with real
@@ -42,6 +43,7 @@ from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
 
 from .airflow_components import Airflow, components_env, free_port
+from .postgres import PostgresCluster
 
 pytestmark = pytest.mark.slow
 DAG_ID = "tablestore_replication"
@@ -91,6 +93,7 @@ def history(tmp_path: Path) -> Iterator[tuple[EmulatorProcess, dict[str, list[Ro
         yield emu, writes, hour
 
 
+@pytest.mark.timeout(1200)  # about 6 minutes on a quiet machine; Spark and Airflow slow down a lot under load
 def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, list[RowWrite]], datetime],
                                     tmp_path: Path) -> None:
     emulator, writes, hour = history
@@ -102,12 +105,13 @@ def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, li
     (dags / "wait_for_replication.py").write_text(SENSOR_DAG)
     home = tmp_path / "airflow"
     port = free_port()
-    env = components_env(home, emulator, dags, port)
+    postgres = PostgresCluster().start()
+    env = components_env(home, emulator, dags, port, database_url=postgres.url)
     airflow = Airflow(env, home, port, DAG_ID)
     params = {"source_table": "orders", "tunnel_name": "replication", "sink_type": "parquet",
               "parquet_path": path, "records_per_channel": 500, "heartbeat_interval": 1}
-    airflow.start()
     try:
+        airflow.start()
         # 1. unpause (catchup off: no past runs are created) and trigger a run with parameters and without a
         #    logical date: the full phase, then the stream through run_after
         airflow.call("PATCH", f"/dags/{DAG_ID}", {"is_paused": False})
@@ -120,9 +124,9 @@ def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, li
         # 3. backfill three past intervals with the CLI's defaults (10 active runs): the cron points H-3, H-2 and
         #    H-1 are the runs of [H-4, H-3), [H-3, H-2) and [H-2, H-1). (Unpausing made the scheduler create the
         #    run of the latest interval, [H-1, H), which began before the tunnel: it rebuilds its partition too.)
-        airflow.create_backfill("--dag-id", DAG_ID, "--from-date", (hour - timedelta(hours=3)).isoformat(),
-                                "--to-date", (hour - timedelta(hours=1)).isoformat(),
-                                "--dag-run-conf", json.dumps(params))
+        airflow.cli("backfill", "create", "--dag-id", DAG_ID, "--from-date",
+                    (hour - timedelta(hours=3)).isoformat(), "--to-date", (hour - timedelta(hours=1)).isoformat(),
+                    "--dag-run-conf", json.dumps(params))
         runs = airflow.wait_runs_done()
         backfills = sorted((r for r in runs if r["run_type"] == "backfill"), key=lambda r: r["logical_date"])
         assert len(backfills) == 3, [(r["dag_run_id"], r["run_type"], r["logical_date"], r["state"]) for r in runs]
@@ -150,6 +154,7 @@ def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, li
         events = airflow.get("/assets/events", limit=100, order_by="-timestamp").get("asset_events", [])
     finally:
         airflow.stop()
+        postgres.cleanup()
 
     assert len(runs) >= 6 and all(r["state"] == "success" for r in runs), runs
     # deferred (seen above), then resumed by the triggerer's event: success without a retry

@@ -295,6 +295,31 @@ def test_rounds_are_bounded_by_bytes_as_well_as_records(tablestore_client: Any, 
     assert len(arrow_to_records(read_change_log(str(tmp_path)))) == ROWS
 
 
+def test_records_per_channel_is_rounded_up_to_whole_answers(tablestore_client: Any, tablestore_tunnel_client: Any,
+                                                            settings: ConnectionSettings, unique: Any,
+                                                            tmp_path: Path) -> None:
+    """--records-per-channel ends a channel's round after the ReadRecords answer that reaches it: a checkpoint
+    holds an answer's end token and the request has no record limit, so a round reads at least the bound (unless
+    the channel ends first) and less than the bound plus one answer. Here one base channel of 400 rows, answers of
+    150 (the module's emulator) and a bound of 200: 300 records, then the last 100 (the bound would say 200)."""
+    src, tunnel = unique("src"), unique("tun")
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 400)  # one channel (--base-channel-rows)
+    rows_seen: list[dict[str, Any]] = []
+
+    def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+        assert plan.max_records == 200
+        rows = run_round_locally(plan)
+        rows_seen.extend(rows)
+        return rows
+
+    options = parse_args(["--table", src, "--tunnel", tunnel, "--phase", "full", "--sink", "parquet",
+                          "--sink-path", str(tmp_path), "--records-per-channel", "200", "--idle-wait", "0.2"])
+    summary = ConsumerJob(options, settings, ParquetSink(str(tmp_path)), lambda: "no-spark", runner=runner).run()
+    assert [row["records"] for row in rows_seen if row["records"]] == [300, 100]
+    assert [row["reads"] for row in rows_seen if row["records"]] == [2, 1]
+    assert summary.records == 400 and len(arrow_to_records(read_change_log(str(tmp_path)))) == 400
+
+
 def test_other_spark_failures_are_not_retried_as_session_loss() -> None:
     from airflow_tablestore.spark.outcome import is_wrapped_resource_gone, resource_gone_line
 
