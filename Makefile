@@ -7,7 +7,7 @@ export PATH := $(BIN):$(PATH)
 AIRFLOW_VERSION ?= 3.3.2
 PROTO_DIR := airflow_tablestore/protocol
 
-.PHONY: test-crash venv test test-compat test-fast demo proto lint bench emulator dist clean
+.PHONY: test-crash test-journeys venv test test-compat test-fast demo proto lint bench emulator dist clean
 
 venv: $(VENV)/.installed
 
@@ -30,6 +30,11 @@ test-compat: venv
 # The crash tests (SIGKILLs of the consumer / a streaming job and the emulator, faults; minutes)
 test-crash: venv
 	TABLESTORE_CRASH=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/e2e/test_crash_matrix.py tests/e2e/test_stream_crash.py
+
+# docs/first-hour.md's journeys run as written, from the built wheel in a venv of its own (shared with test-compat's
+# one-install cell), with the system's python3 first on PATH and a fresh HOME (minutes)
+test-journeys: venv
+	TABLESTORE_JOURNEYS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/journeys
 
 test-fast: venv
 	$(BIN)/python -m pytest -q -m "not slow and not oracle" tests

@@ -6,7 +6,8 @@ invocations as ``--collect-only``). The rest are checked, not run: ``make test``
 runs, ``make demo``/``lint``/``proto``/``bench``/``dist`` only expand (``make -n``) here, ``pip install`` lines name the
 package and existing extras (tests/compat installs ``[airflow,spark]`` for real), and ``spark-submit`` lines
 resolve the application path and parse the job's flags. A command no rule covers fails the test, so a new command
-in the docs must come with a way to check it.
+in the docs must come with a way to check it. The commands of docs/first-hour.md are run for real, as written, by
+``make test-journeys`` (tests/journeys): here each must be one of that page's journey steps.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from journeys.steps import all_steps as journey_steps
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -190,6 +192,13 @@ def check_pytest(command: str, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-3000:]
 
 
+def check_export_pyspark_python(command: str, tmp_path: Path) -> None:
+    """The interpreter of a venv (docs/spark.md: Spark's Python workers must be the package's Python)."""
+    result = subprocess.run(["bash", "-c", f"{command}\nprintf %s \"$PYSPARK_PYTHON\""], capture_output=True,
+                            text=True, check=True, cwd=tmp_path)
+    assert result.stdout == f"{tmp_path}/venv/bin/python", result.stdout
+
+
 def check_spark_submit(command: str, tmp_path: Path) -> None:
     """A real endpoint is needed to run it: the application path resolves and the job's flags parse."""
     from airflow_tablestore.spark.options import parse_args
@@ -216,6 +225,7 @@ RULES: list[tuple[str, Callable[[str, Path], None]]] = [
     (r"^export AIRFLOW_(HOME|_\w+)=", check_export_airflow_setting),
     (r"^airflow (db migrate|api-server|scheduler|dag-processor|triggerer)\b", check_airflow_command),
     (r"^export TABLESTORE_", check_export_consumer),
+    (r"^export PYSPARK_PYTHON=", check_export_pyspark_python),
     (r"^\.venv/bin/python -m pytest ", check_pytest),
     (r"^spark-submit ", check_spark_submit),
 ]
@@ -225,6 +235,7 @@ def _rule(command: str) -> Callable[[str, Path], None] | None:
     return next((check for pattern, check in RULES if re.search(pattern, command)), None)
 
 
+JOURNEYS_DOC = "first-hour.md"  # run by `make test-journeys` (tests/journeys), from the built wheel
 COMMANDS = shell_commands()
 
 
@@ -234,6 +245,9 @@ def test_the_docs_have_commands() -> None:
 
 @pytest.mark.parametrize(("doc", "command"), COMMANDS, ids=[f"{d}:{c[:50]}" for d, c in COMMANDS])
 def test_command_works_as_written(doc: str, command: str, tmp_path: Path) -> None:
+    if doc == JOURNEYS_DOC:  # each block of that page is a step tests/journeys runs as written
+        assert any(command in re.sub(r"\\\n\s*", " ", step.text) for step in journey_steps()), command
+        return
     check = _rule(command)
     assert check is not None, f"{doc}: no check covers `{command}`: add a rule to tests/test_docs_commands.py"
     check(command, tmp_path)

@@ -1,0 +1,229 @@
+"""docs/first-hour.md's journeys, run as the page writes them, from the built wheel (``make test-journeys``).
+
+``python -m build`` makes the sdist and the wheel; the wheel goes into the venv of the compatibility matrix's
+"one install command" cell (``tests/compat``, reused when the wheel is the same) with the extras the page's
+install command names. Each journey then runs in an empty project directory whose ``venv`` is that venv, each
+block as a process of its own, in the page's order: shell blocks with ``bash``, files saved where the page says,
+long-running commands in the background (a terminal of their own) until their ready line. The environment is
+what a user's fresh shell has: ``PATH`` with the system's ``python3`` first (not the venv's; Java on it), a
+fresh ``HOME``, and nothing else but what the page's own ``export`` lines and ``source venv/bin/activate`` add
+(carried from block to block as a shell would). Two substitutions, nothing more: the install command (checked,
+then replaced by the prepared venv) and the ports 8800 and 8080 (free ports, so parallel runs cannot collide).
+
+Each step's title, time and result are printed (``[journey NAME]`` lines) and the page's ``output`` blocks are
+checked against what the step before them printed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from compat.envs import EnvSpec, build, build_dists
+from journeys.steps import Step, all_steps, journey, unmarked_blocks
+
+pytestmark = pytest.mark.timeout(3600)
+
+# The compatibility matrix's "one install command" venv (tests/compat/test_matrix.py, USER_INSTALL): the same
+# spec, so the two targets share one venv when they run on the same wheel.
+WHEEL_VENV = EnvSpec("user-install-airflow-spark", "3.11", (), editable=False, extras="airflow,spark,testing",
+                     test_tools=False)
+INSTALL = ["python3 -m venv venv", f'venv/bin/pip install "airflow-provider-tablestore[{WHEEL_VENV.extras}]"']
+PORTS = ("8800", "8080")  # the emulator's and the api-server's, as the page writes them
+STEP_TIMEOUT = 1200.0
+READY_TIMEOUT = 300.0
+_SHELL_VARIABLES = ("_", "SHLVL", "OLDPWD", "PWD")  # bash's own, not the user's environment
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def user_path() -> str:
+    """A user's shell without the venv: the system's directories (``python3`` there is not the venv's), and Java
+    (where ``JAVA_HOME`` says, when the machine sets it)."""
+    path = "/usr/local/bin:/usr/bin:/bin"
+    if os.environ.get("JAVA_HOME"):
+        path += f":{os.environ['JAVA_HOME']}/bin"
+    return path
+
+
+@dataclass
+class Journey:
+    """One journey's project directory, shell state and background processes."""
+
+    name: str
+    root: Path
+    venv: Path
+    ports: dict[str, str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path = field(init=False)
+    background: list[tuple[subprocess.Popen[bytes], Path]] = field(default_factory=list)
+    last_output: str = ""
+    log: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.cwd = self.root / "project"
+        self.cwd.mkdir(parents=True)
+        home = self.root / "home"
+        home.mkdir()
+        self.env = {"PATH": user_path(), "HOME": str(home)}
+
+    def text(self, step: Step) -> str:
+        text = step.text
+        for documented, port in self.ports.items():
+            text = re.sub(rf"\b{documented}\b", port, text)
+        return text
+
+    def run(self, steps: list[Step]) -> None:
+        started = time.monotonic()
+        try:
+            for number, step in enumerate(steps, 1):
+                begun = time.monotonic()
+                try:
+                    getattr(self, f"_{step.action}")(step)
+                except BaseException:
+                    self._note(f"step {number} ({step.title}) FAILED after {time.monotonic() - begun:.1f}s")
+                    raise
+                self._note(f"step {number} ({step.title}) ok in {time.monotonic() - begun:.1f}s")
+        finally:
+            self.stop()
+            self._note(f"{len(self.log)} steps logged, {time.monotonic() - started:.0f}s in all")
+
+    def _note(self, line: str) -> None:
+        self.log.append(line)
+        print(f"[journey {self.name}] {line}", flush=True)
+
+    def _install(self, step: Step) -> None:
+        commands = [line.strip() for line in step.text.strip().splitlines()]
+        assert commands == INSTALL, f"the page's install command changed: {commands} (update WHEEL_VENV/INSTALL)"
+        (self.cwd / "venv").symlink_to(self.venv, target_is_directory=True)
+
+    def _file(self, step: Step) -> None:
+        path = self.cwd / step.argument
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.text(step))
+
+    def _run(self, step: Step) -> None:
+        state = self.root / "shell-state"
+        script = self.root / "step.sh"
+        # bash -e as a careful user types it: the first failing command stops the step; the exported variables
+        # and the directory carry over to the next block, as in one terminal
+        script.write_text(f"set -eo pipefail\n{self.text(step)}\nenv -0 > {state}.env\npwd > {state}.cwd\n")
+        done = subprocess.run(["bash", str(script)], cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=STEP_TIMEOUT)
+        self.last_output = done.stdout
+        (self.root / "outputs.log").open("a").write(f"$ {step.text}\n{done.stdout}\n")
+        assert done.returncode == 0, f"exit code {done.returncode}:\n{done.stdout[-8000:]}"
+        entries = (Path(f"{state}.env").read_bytes().decode().split("\0"))
+        self.env = dict(e.split("=", 1) for e in entries if "=" in e and e.split("=", 1)[0] not in _SHELL_VARIABLES)
+        self.cwd = Path(Path(f"{state}.cwd").read_text().strip())
+
+    def _output(self, step: Step) -> None:
+        printed = [line.strip() for line in self.last_output.splitlines()]
+        for expected in filter(None, (line.strip() for line in step.text.splitlines())):
+            assert any(re.match(rf"{re.escape(expected)}(?!\w)", line) for line in printed), (
+                f"the page says the command prints {expected!r}; it printed:\n{self.last_output[-6000:]}")
+
+    def _background(self, step: Step) -> None:
+        log_path = self.root / f"background-{len(self.background)}.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(["bash", "-c", self.text(step)], cwd=self.cwd, env=self.env, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        self.background.append((proc, log_path))
+        if not step.argument:
+            return
+        deadline = time.monotonic() + READY_TIMEOUT
+        while step.argument not in log_path.read_text(errors="replace"):
+            assert proc.poll() is None, f"exited with {proc.returncode}:\n{log_path.read_text()[-4000:]}"
+            assert time.monotonic() < deadline, f"no {step.argument!r} in:\n{log_path.read_text()[-4000:]}"
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        """SIGTERM the background commands' process groups (Ctrl-C in their terminals), then SIGKILL."""
+        for proc, _ in reversed(self.background):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc, _ in self.background:
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+        for proc, _ in self.background:  # children a component left behind (task runners, Spark)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.background.clear()
+
+    def logs(self) -> str:
+        tails = [f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
+                 for path in sorted(self.root.glob("background-*.log"))]
+        return "\n".join(tails)
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built wheel installed with the page's extras: the venv's root."""
+    started = time.monotonic()
+    _, wheel = build_dists(tmp_path_factory.mktemp("release"))
+    bin_dir = build(WHEEL_VENV, wheel)
+    print(f"[journey] python -m build and the wheel's venv ({wheel.name}) in {time.monotonic() - started:.0f}s",
+          flush=True)
+    return bin_dir.parent
+
+
+@pytest.fixture
+def run_journey(wheel_venv: Path, tmp_path: Path) -> Iterator[object]:
+    ran: list[Journey] = []
+
+    def run(name: str) -> Journey:
+        ports = {documented: str(_free_port()) for documented in PORTS}
+        trip = Journey(name, tmp_path / name, wheel_venv, ports)
+        ran.append(trip)
+        try:
+            trip.run(journey(name))
+        except BaseException as exc:
+            raise AssertionError(f"journey {name}: {exc}\n{trip.logs()}") from exc
+        return trip
+
+    yield run
+    for trip in ran:
+        trip.stop()
+        shutil.rmtree(trip.root / "project" / "emulator-data", ignore_errors=True)
+
+
+def test_every_block_of_the_page_is_a_step() -> None:
+    assert unmarked_blocks() == []
+    assert {name for step in all_steps() for name in step.journeys} == {"spark", "dag-author", "operator"}
+
+
+def test_spark_user(run_journey: object) -> None:
+    """Emulator, client, spark.read -> filter/aggregate -> df.write -> read back (python and spark-submit), a
+    tunnel, readStream availableNow twice with changes between: each output as the page shows it."""
+    run_journey("spark")  # type: ignore[operator]
+
+
+def test_dag_author(run_journey: object) -> None:
+    """An own DAG in dags/ and its pytest test (the package's plugin, pythonpath = dags): 1 passed."""
+    run_journey("dag-author")  # type: ignore[operator]
+
+
+def test_operator(run_journey: object) -> None:
+    """The replication DAG and the streaming job DAG under api-server, scheduler, dag-processor and triggerer:
+    unpause, CLI trigger, REST trigger with a JWT from /auth/token, the verifier after each; the streaming DAG's
+    scheduled run."""
+    run_journey("operator")  # type: ignore[operator]
