@@ -23,7 +23,8 @@ test: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 # The compatibility matrix (Python 3.11-3.13, lowest protobuf, lowest Airflow, one-command install of the built wheel,
-# the sdist on its own) and the release check (python -m build, twine check): venvs in .venvs/
+# the sdist on its own), docs/first-hour.md's journeys from the wheel, and the release check (python -m build, twine
+# check): venvs in .venvs/
 test-compat: venv
 	TABLESTORE_COMPAT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/compat
 
@@ -31,10 +32,10 @@ test-compat: venv
 test-crash: venv
 	TABLESTORE_CRASH=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/e2e/test_crash_matrix.py tests/e2e/test_stream_crash.py
 
-# docs/first-hour.md's journeys run as written, from the built wheel in a venv of its own (shared with test-compat's
-# one-install cell), with the system's python3 first on PATH and a fresh HOME (minutes)
+# docs/first-hour.md's journeys alone (test-compat runs them too, on the wheel it builds): as written, from the built
+# wheel, with the system's python3 first on PATH and a fresh HOME (minutes)
 test-journeys: venv
-	TABLESTORE_JOURNEYS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/journeys
+	TABLESTORE_COMPAT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/compat/test_journeys.py
 
 test-fast: venv
 	$(BIN)/python -m pytest -q -m "not slow and not oracle" tests

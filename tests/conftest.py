@@ -48,6 +48,3 @@ def stream_table(tablestore_client: object) -> str:
 
 # The compatibility matrix builds venvs of its own (minutes): only `make test-compat` runs it.
 collect_ignore = [] if os.environ.get("TABLESTORE_COMPAT") else ["compat"]
-# The documented journeys run from the built wheel (minutes): only `make test-journeys` runs them.
-if not os.environ.get("TABLESTORE_JOURNEYS"):
-    collect_ignore.append("journeys")

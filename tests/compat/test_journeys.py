@@ -1,8 +1,9 @@
-"""docs/first-hour.md's journeys, run as the page writes them, from the built wheel (``make test-journeys``).
+"""docs/first-hour.md's journeys, run as the page writes them, from the built wheel (part of ``make test-compat``;
+``make test-journeys`` runs them alone).
 
-``python -m build`` makes the sdist and the wheel; the wheel goes into the venv of the compatibility matrix's
-"one install command" cell (``tests/compat``, reused when the wheel is the same) with the extras the page's
-install command names. Each journey then runs in an empty project directory whose ``venv`` is that venv, each
+The session's ``python -m build`` makes the sdist and the wheel (conftest.py); the wheel is installed with the
+extras the page's install command names into the venv of the matrix's "one install command" cell
+(test_matrix.py's ``USER_INSTALL``: the same venv, built once per session). Each journey then runs in an empty project directory whose ``venv`` is that venv, each
 block as a process of its own, in the page's order: shell blocks with ``bash``, files saved where the page says,
 long-running commands in the background (a terminal of their own) until their ready line. The environment is
 what a user's fresh shell has: ``PATH`` with the system's ``python3`` first (not the venv's; Java on it), a
@@ -23,22 +24,19 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from compat.envs import EnvSpec, build, build_dists
-from journeys.steps import Step, all_steps, journey, unmarked_blocks
+from .envs import build
+from .journey_steps import Step, all_steps, journey, unmarked_blocks
+from .test_matrix import USER_INSTALL
 
 pytestmark = pytest.mark.timeout(3600)
 
-# The compatibility matrix's "one install command" venv (tests/compat/test_matrix.py, USER_INSTALL): the same
-# spec, so the two targets share one venv when they run on the same wheel.
-WHEEL_VENV = EnvSpec("user-install-airflow-spark", "3.11", (), editable=False, extras="airflow,spark,testing",
-                     test_tools=False)
-INSTALL = ["python3 -m venv venv", f'venv/bin/pip install "airflow-provider-tablestore[{WHEEL_VENV.extras}]"']
+INSTALL = ["python3 -m venv venv", f'venv/bin/pip install "airflow-provider-tablestore[{USER_INSTALL.extras}]"']
 PORTS = ("8800", "8080")  # the emulator's and the api-server's, as the page writes them
 STEP_TIMEOUT = 1200.0
 READY_TIMEOUT = 300.0
@@ -108,7 +106,7 @@ class Journey:
 
     def _install(self, step: Step) -> None:
         commands = [line.strip() for line in step.text.strip().splitlines()]
-        assert commands == INSTALL, f"the page's install command changed: {commands} (update WHEEL_VENV/INSTALL)"
+        assert commands == INSTALL, f"the page's install command changed: {commands} (update USER_INSTALL)"
         (self.cwd / "venv").symlink_to(self.venv, target_is_directory=True)
 
     def _file(self, step: Step) -> None:
@@ -176,18 +174,16 @@ class Journey:
 
 
 @pytest.fixture(scope="module")
-def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheel_venv(dists: tuple[Path, Path]) -> Path:
     """The built wheel installed with the page's extras: the venv's root."""
     started = time.monotonic()
-    _, wheel = build_dists(tmp_path_factory.mktemp("release"))
-    bin_dir = build(WHEEL_VENV, wheel)
-    print(f"[journey] python -m build and the wheel's venv ({wheel.name}) in {time.monotonic() - started:.0f}s",
-          flush=True)
+    bin_dir = build(USER_INSTALL, dists[1])
+    print(f"[journey] the wheel's venv in {time.monotonic() - started:.0f}s", flush=True)
     return bin_dir.parent
 
 
 @pytest.fixture
-def run_journey(wheel_venv: Path, tmp_path: Path) -> Iterator[object]:
+def run_journey(wheel_venv: Path, tmp_path: Path) -> Iterator[Callable[[str], Journey]]:
     ran: list[Journey] = []
 
     def run(name: str) -> Journey:
@@ -211,19 +207,19 @@ def test_every_block_of_the_page_is_a_step() -> None:
     assert {name for step in all_steps() for name in step.journeys} == {"spark", "dag-author", "operator"}
 
 
-def test_spark_user(run_journey: object) -> None:
+def test_spark_user(run_journey: Callable[[str], Journey]) -> None:
     """Emulator, client, spark.read -> filter/aggregate -> df.write -> read back (python and spark-submit), a
     tunnel, readStream availableNow twice with changes between: each output as the page shows it."""
-    run_journey("spark")  # type: ignore[operator]
+    run_journey("spark")
 
 
-def test_dag_author(run_journey: object) -> None:
+def test_dag_author(run_journey: Callable[[str], Journey]) -> None:
     """An own DAG in dags/ and its pytest test (the package's plugin, pythonpath = dags): 1 passed."""
-    run_journey("dag-author")  # type: ignore[operator]
+    run_journey("dag-author")
 
 
-def test_operator(run_journey: object) -> None:
+def test_operator(run_journey: Callable[[str], Journey]) -> None:
     """The replication DAG and the streaming job DAG under api-server, scheduler, dag-processor and triggerer:
     unpause, CLI trigger, REST trigger with a JWT from /auth/token, the verifier after each; the streaming DAG's
     scheduled run."""
-    run_journey("operator")  # type: ignore[operator]
+    run_journey("operator")
