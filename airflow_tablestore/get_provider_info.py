@@ -51,6 +51,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_tablestore.operators.spark_submit",
                     "airflow_tablestore.operators.replication",
                     "airflow_tablestore.operators.rebuild",
+                    "airflow_tablestore.operators.verify",
                 ],
             }
         ],

@@ -26,6 +26,7 @@ from airflow_tablestore.client.model import MAX_TIME_DEVIATION
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
+from airflow_tablestore.client.verify.compare import verify_replica
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.driver import ConsumerJob
 from airflow_tablestore.spark.options import parse_args
@@ -62,9 +63,9 @@ def measure(emu: EmulatorProcess, tables: TableClient, tunnels: TunnelClient, se
     ConsumerJob(parse_args([*base, "--phase", "incremental", "--cutoff", cutoff]), settings, sink, lambda: None,
                 runner=_local).run()
     incremental = time.perf_counter() - started
-    problems = demo.compare(demo.snapshot(tables, src), demo.snapshot(tables, dst))
-    if problems:
-        raise RuntimeError(f"{label}: replica differs: {problems}")
+    report = verify_replica(tables, src, tables, dst, all_versions=True)
+    if not report.ok:
+        raise RuntimeError(f"{label}: {report}")
     return rows / full, changes / incremental
 
 

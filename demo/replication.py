@@ -3,12 +3,14 @@
 Steps: start the emulator on loopback → temporary ``AIRFLOW_HOME`` + ``airflow db migrate`` → env-var
 connections (``tablestore_default`` → emulator, ``spark_default`` → ``local[*]``) → source table with a stream
 and 100,000 rows of mixed types → ``airflow dags test tablestore_replication`` (full + incremental phase) →
-puts, updates, deletes and multi-version cells → the next interval → verify the destination equals the source
-cell for cell (all versions) → summary. Everything started is stopped again; failures exit non-zero with the
-failing step and the end of its output.
+puts, updates, deletes and multi-version cells → the next interval → the DAG's ``verify_replica`` task and the
+package's replica verifier (``airflow_tablestore.client.verify``, also ``python -m
+airflow_tablestore.client.verify``) check the destination equals the source cell for cell (all versions) →
+summary. Everything started is stopped again; failures exit non-zero with the failing step and the end of its
+output.
 
-The data helpers (:func:`create_source_table`, :func:`load_rows`, :func:`write_changes`, :func:`snapshot`,
-:func:`compare`) are reused by the end-to-end tests and the benchmark.
+The data helpers (:func:`create_source_table`, :func:`load_rows`, :func:`write_changes`) are reused by the
+end-to-end tests and the benchmark.
 """
 
 from __future__ import annotations
@@ -43,8 +45,6 @@ from airflow_tablestore.client.model import (
 REPO = Path(__file__).resolve().parent.parent
 MAX_VERSIONS = 3
 BASE_TS = 1_700_000_000_000  # ms: explicit cell versions, so versions are reproducible
-Cells = tuple[tuple[str, Any, int], ...]
-Snapshot = dict[PrimaryKey, Cells]
 
 
 class DemoError(RuntimeError):
@@ -159,37 +159,6 @@ def apply_writes(client: Any, writes: Sequence[RowWrite]) -> None:
         keys.add(write.primary_key)
     if batch:
         client.write_rows(batch)
-
-
-def snapshot(client: Any, table: str) -> Snapshot:
-    """Every row with every kept version: ``{pk: ((column, value, timestamp), ...)}`` sorted. The replica's
-    fence column and tombstones are not data: they are left out."""
-    from airflow_tablestore.client.model import INF_MAX, INF_MIN
-    from airflow_tablestore.spark.sinks.fence import is_tombstone, strip_fence
-
-    start = (("region", INF_MIN), ("id", INF_MIN))
-    end = (("region", INF_MAX), ("id", INF_MAX))
-    out: Snapshot = {}
-    for row in client.iter_range(table, start, end, max_versions=MAX_VERSIONS):
-        if is_tombstone(row.columns):
-            continue  # a deleted row, kept by the Tablestore sink's fence (see airflow_tablestore.spark.sinks.fence)
-        cells = sorted(((c.name, c.value, c.timestamp) for c in strip_fence(row.columns)),
-                       key=lambda c: (c[0], c[2] or 0, repr(c[1])))
-        out[row.primary_key] = tuple(cells)
-    return out
-
-
-def compare(source: Snapshot, replica: Snapshot, limit: int = 10) -> list[str]:
-    """Differences between two snapshots (empty when equal cell for cell)."""
-    problems: list[str] = []
-    for pk in source.keys() - replica.keys():
-        problems.append(f"missing row {pk}")
-    for pk in replica.keys() - source.keys():
-        problems.append(f"unexpected row {pk}")
-    for pk in source.keys() & replica.keys():
-        if source[pk] != replica[pk]:
-            problems.append(f"row {pk}: source {source[pk]} != replica {replica[pk]}")
-    return sorted(problems)[:limit] + ([f"... {len(problems) - limit} more"] if len(problems) > limit else [])
 
 
 # ---- airflow --------------------------------------------------------------------------------------
@@ -311,6 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         emulator.start()
         print(f"[demo] emulator at {emulator.endpoint} (data in {workdir})", flush=True)
         from airflow_tablestore.client.table.client import TableClient
+        from airflow_tablestore.client.verify.compare import verify_replica
 
         client = TableClient(**emulator.client_kwargs)
         source, replica = "demo_source", "demo_replica"
@@ -325,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         (workdir / "airflow").mkdir()
         run_cmd(step, [sys.executable, "-m", "airflow", "db", "migrate"], env, 300)
         conf = {"source_table": source, "destination_table": replica, "tunnel_name": "demo_tunnel",
-                "sink_type": "tablestore"}
+                "sink_type": "tablestore", "verify_replica": True}  # nothing writes during a run: exact
 
         step = "first interval (full + incremental phase)"
         s1, d1 = _run_interval(env, conf, "interval 1", workdir / "interval1.log")
@@ -339,16 +309,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         s2, d2 = _run_interval(env, conf, "interval 2", workdir / "interval2.log")
 
         step = "verifying the replica"
-        src, dst = snapshot(client, source), snapshot(client, replica)
-        problems = compare(src, dst)
-        if problems:
-            raise DemoError("replica differs from the source:\n  " + "\n  ".join(problems))
-        cells = sum(len(v) for v in src.values())
+        report = verify_replica(client, source, client, replica, all_versions=True)
+        if not report.ok:
+            raise DemoError(str(report))
         client.close()
         records = sum(int(s.get("records", 0)) for s in s1 + s2)
         total = time.monotonic() - started
         print("\n[demo] SUCCESS: destination equals source cell for cell (all versions)")
-        print(f"[demo]   rows: {len(src)} ({cells} cells) in {source} and {replica}")
+        print(f"[demo]   {report.summary()}; {report.tombstones} tombstones of deleted rows")
         for label, summaries, wall in (("interval 1", s1, d1), ("interval 2", s2, d2)):
             for s in summaries:
                 if s["skipped"]:

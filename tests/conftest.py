@@ -16,7 +16,7 @@ import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -44,6 +44,25 @@ def stream_table(tablestore_client: object) -> str:
     name = unique("t")
     tablestore_client.create_table(simple_schema(name))  # type: ignore[attr-defined]
     return name
+
+
+@pytest.fixture(scope="module")
+def airflow_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The tests' own Airflow home migrated, and ``dag.test()`` able to run a DAG defined in a test (the
+    package's plugin does this when it made the home; tests/conftest.py made this one)."""
+    from airflow.sdk import DAG
+    from airflow.utils.db import initdb
+
+    from airflow_tablestore.pytest_plugin import _serializing_test
+
+    if "airflow-home-tablestore-tests-" not in os.environ.get("AIRFLOW_HOME", ""):
+        pytest.skip("dag.test() migrates a database: only in the tests' own AIRFLOW_HOME")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("AIRFLOW__CORE__DAGS_FOLDER", str(tmp_path_factory.mktemp("dags")))
+    initdb()
+    patch.setattr(DAG, "test", _serializing_test(DAG.test))
+    yield
+    patch.undo()
 
 
 # The compatibility matrix builds venvs of its own (minutes): only `make test-compat` runs it.

@@ -11,10 +11,41 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from airflow_tablestore.client.model import MAX_TIME_DEVIATION, ActionType, Record, RowWrite
+from airflow_tablestore.client.model import (
+    INF_MAX,
+    INF_MIN,
+    MAX_TIME_DEVIATION,
+    ActionType,
+    PrimaryKey,
+    Record,
+    RowWrite,
+)
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
+from airflow_tablestore.client.verify.compare import verify_replica
 from demo import replication as demo
+
+Snapshot = dict[PrimaryKey, tuple[tuple[str, Any, int | None], ...]]
+
+
+def replica_differences(source_client: Any, source: str, replica_client: Any, replica: str) -> list[str]:
+    """The replica verifier's differences between ``source`` and its fenced replica, every version (empty when
+    they are equal cell for cell)."""
+    report = verify_replica(source_client, source, replica_client, replica, all_versions=True, max_differences=10)
+    return [str(d) for d in report.differences]
+
+
+def snapshot(client: Any, table: str) -> Snapshot:
+    """Every row of a (source) table with every kept version, ``{pk: ((column, value, timestamp), ...)}`` sorted
+    (the form :func:`spark_runs.base_rows` gives a change log's base data in)."""
+    start = (("region", INF_MIN), ("id", INF_MIN))
+    end = (("region", INF_MAX), ("id", INF_MAX))
+    out: Snapshot = {}
+    for row in client.iter_range(table, start, end, max_versions=demo.MAX_VERSIONS):
+        cells = sorted(((c.name, c.value, c.timestamp) for c in row.columns),
+                       key=lambda c: (c[0], c[2] or 0, repr(c[1])))
+        out[row.primary_key] = tuple(cells)
+    return out
 
 
 def apply_records(table_client: Any, table: str, records: Iterable[Record]) -> None:

@@ -239,6 +239,14 @@ def check_spark_submit(command: str, tmp_path: Path) -> None:
     assert options.table and options.sink
 
 
+def check_verify_command(command: str, tmp_path: Path) -> None:
+    """The replica verifier's command: its flags parse (tests/client/test_verify_replica.py runs it for real)."""
+    from airflow_tablestore.client.verify.__main__ import parser
+
+    args = parser().parse_args(shlex.split(command)[3:])
+    assert args.source_table and args.replica_table
+
+
 RULES: list[tuple[str, Callable[[str, Path], None]]] = [
     (r"^(tablestore-emulator|python -m airflow_tablestore\.emulator) ", check_emulator),
     (r"^make emulator$", check_make_emulator),
@@ -252,6 +260,7 @@ RULES: list[tuple[str, Callable[[str, Path], None]]] = [
     (r"^export PYSPARK_PYTHON=", check_export_pyspark_python),
     (r"^\.venv/bin/python -m pytest ", check_pytest),
     (r"^spark-submit ", check_spark_submit),
+    (r"^python -m airflow_tablestore\.client\.verify ", check_verify_command),
 ]
 
 

@@ -26,6 +26,7 @@ def doc_snippet(first_line: str) -> str:
 SNIPPETS = {
     "consume": doc_snippet("from airflow_tablestore.operators.consume import TablestoreTunnelConsumeOperator"),
     "row": doc_snippet("from airflow_tablestore.sensors.row import TablestoreRowSensor"),
+    "verify": doc_snippet("from airflow_tablestore.operators.verify import TablestoreVerifyReplicaOperator"),
 }
 
 SESSION = '''
@@ -76,6 +77,18 @@ def test_row_sensor_example(tablestore_airflow_conn, tablestore_client):
     tablestore_client.put_row("jobs", [("job", "export"), ("day", "2026-11-20")], [("status", "skipped")])
     run, results = run_snippet("row", datetime(2026, 11, 20, 6, tzinfo=UTC))
     assert run.state == "success", results
+
+
+def test_verify_operator_example(tablestore_airflow_conn, tablestore_client):
+    for name in ("orders", "orders_replica"):
+        table(tablestore_client, name, [("id", PrimaryKeyType.INTEGER)])
+        for i in range(30):
+            tablestore_client.put_row(name, [("id", i)], [("amount", float(i))])
+    tablestore_client.put_row("orders_replica", [("id", 99)], [("_tunnel_seq", "00000001-deleted")])  # tombstone
+    run, results = run_snippet("verify", datetime.now(UTC))
+    assert run.state == "success", results
+    verified = results["verify_replica"]
+    assert (verified["ok"], verified["equal"], verified["tombstones"]) == (True, 30, 1), verified
 '''
 
 

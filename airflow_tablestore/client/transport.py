@@ -26,6 +26,7 @@ from requests.adapters import HTTPAdapter
 
 from airflow_tablestore.client import auth
 from airflow_tablestore.client.errors import (
+    NotFoundError,
     TablestoreClientError,
     TablestoreNetworkError,
     TablestoreServiceError,
@@ -158,7 +159,10 @@ class Transport:
         self, path: str, request: Message | None, response_cls: type[M], *, idempotent: bool
     ) -> tuple[M, RawResponse]:
         body = request.SerializeToString() if request is not None else b""
-        raw = self.call_raw(path, body, idempotent=idempotent)
+        try:
+            raw = self.call_raw(path, body, idempotent=idempotent)
+        except NotFoundError as exc:
+            raise _naming_table(exc, request) from None
         return self.parse(path, raw, response_cls), raw
 
     def parse(self, path: str, raw: RawResponse, response_cls: type[M]) -> M:
@@ -271,6 +275,28 @@ class Transport:
             raise TablestoreClientError(
                 f"{path}: invalid signature in response", http_status=status, request_id=request_id
             )
+
+
+def _naming_table(exc: NotFoundError, request: Message | None) -> NotFoundError:
+    """``exc`` with the table the request named, when the service's message ("Requested table does not exist.")
+    does not name it: the caller may have read several tables."""
+    names = _table_names(request) if request is not None else []
+    if len(names) != 1 or "table" not in exc.message.lower() or repr(names[0]) in exc.message:
+        return exc
+    named = type(exc)(exc.code, f"{exc.message.rstrip('.')}: {names[0]!r}", exc.http_status, exc.request_id)
+    return named
+
+
+def _table_names(request: Any) -> list[str]:
+    """The table names a table-API or tunnel request carries (``table_name``, ``table_meta``, ``tables``)."""
+    fields = {field.name for field, _ in request.ListFields()}
+    if "table_name" in fields:
+        return [request.table_name]
+    if "table_meta" in fields:
+        return [request.table_meta.table_name]
+    if "tables" in fields:
+        return sorted({table.table_name for table in request.tables})
+    return []
 
 
 def _short(exc: BaseException) -> str:

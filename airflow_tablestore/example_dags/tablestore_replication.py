@@ -5,8 +5,9 @@ import dag``, or build it with your own defaults and DAG id: ``dag = replication
 (the trigger form sets the parameters per run). Each hourly run covers the hour before it: ``choose_sink``
 checks the parameters, ``create_destination_table`` and ``create_tunnel`` prepare (idempotent), ``plan`` reads
 the tunnel and picks ``full_phase`` and/or ``incremental_phase`` (Spark jobs), or the ``rebuild_*`` steps for a
-rerun of a past hour with the Parquet sink; ``wait_consume_point`` checks the tunnel reached the cutoff and
-``announce`` adds an Asset event to ``AssetAlias("tablestore_replication")``. Operating it (what a run
+rerun of a past hour with the Parquet sink; ``wait_consume_point`` checks the tunnel reached the cutoff,
+``verify_replica`` (opt-in: the ``verify_replica`` parameter) compares the replica with the source cell for
+cell, and ``announce`` adds an Asset event to ``AssetAlias("tablestore_replication")``. Operating it (what a run
 guarantees, reruns, backfills, catch-up, credentials): docs/airflow.md, "Operating the replication DAG".
 """
 
@@ -17,6 +18,7 @@ import sys
 from datetime import datetime, timedelta
 from typing import Any
 
+from airflow.providers.standard.operators.python import ShortCircuitOperator
 from airflow.sdk import DAG, Param, TriggerRule, XComArg, chain
 from airflow.sdk.exceptions import ParamValidationError
 from airflow.timetables.trigger import CronTriggerTimetable
@@ -40,6 +42,7 @@ from airflow_tablestore.operators.spark_submit import (
 )
 from airflow_tablestore.operators.table import TablestoreCreateTableOperator
 from airflow_tablestore.operators.tunnel import TablestoreCreateTunnelOperator
+from airflow_tablestore.operators.verify import TablestoreVerifyReplicaOperator
 from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor
 
 DAG_ID = "tablestore_replication"
@@ -85,7 +88,17 @@ def _params() -> dict[str, Param]:
                                     title="Heartbeat interval (s)",
                                     description="seconds between the consumer's tunnel heartbeats: above 0, "
                                                 "below the consumer's 60 s client timeout"),
+        "verify_replica": Param(False, type="boolean", title="Verify the replica",
+                                description="after the run, compare the replica with the source cell for cell "
+                                            "(every version; Tablestore sink) and fail if they differ. Exact only "
+                                            "when nothing writes to the source after the run's cutoff (a "
+                                            "migration's last run, a test): it reads both tables whole"),
     }
+
+
+def _verification_wanted(params: dict[str, Any]) -> bool:
+    """``verify_replica`` runs when asked for and there is a replica table (the Tablestore sink)."""
+    return bool(params["verify_replica"]) and params["sink_type"] == "tablestore"
 
 
 def replication_dag(dag_id: str = DAG_ID, *, start_date: datetime | None = None, catchup: bool | None = None,
@@ -232,6 +245,21 @@ def replication_dag(dag_id: str = DAG_ID, *, start_date: datetime | None = None,
             trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
             tablestore_conn_id="{{ params.tablestore_conn_id }}",
         )
+        # Opt-in: a replica equals its source only when the source stopped changing before the run's cutoff (the
+        # run replicates *through at least* the cutoff; changes after it may or may not have reached the replica).
+        # Before announce, so an Asset event of a verifying run announces a verified replica.
+        verification_wanted = ShortCircuitOperator(
+            task_id="verification_wanted",
+            python_callable=_verification_wanted,
+            ignore_downstream_trigger_rules=False,  # skip verify_replica only; announce still runs
+        )
+        verify_replica = TablestoreVerifyReplicaOperator(
+            task_id="verify_replica",
+            source_table="{{ params.source_table }}",
+            destination_table="{{ params.destination_table }}",
+            sink_tablestore_conn_id="{{ params.sink_tablestore_conn_id }}",
+            tablestore_conn_id="{{ params.tablestore_conn_id }}",
+        )
         # The branch tasks come after the tasks they choose from and name them by the task objects' ids.
         plan = TablestoreReplicationPlanOperator(
             task_id=PLAN_TASK_ID,
@@ -262,6 +290,7 @@ def replication_dag(dag_id: str = DAG_ID, *, start_date: datetime | None = None,
               [full_phase, incremental_phase, rebuild_prepare, wait_consume_point])
         chain(full_phase, incremental_phase, [rebuild_prepare, wait_consume_point])
         chain(rebuild_prepare, rebuild_interval, rebuild_swap, wait_consume_point, announce)
+        chain(wait_consume_point, verification_wanted, verify_replica, announce)
     return dag
 
 

@@ -9,7 +9,6 @@ from airflow_tablestore.client.errors import NotFoundError
 from airflow_tablestore.client.model import (
     MAX_TIME_DEVIATION,
     ReservedThroughput,
-    StreamSpec,
     TableDescription,
     TableSchema,
 )
@@ -18,6 +17,7 @@ from airflow_tablestore.hooks.base import TablestoreBaseHook
 
 if TYPE_CHECKING:
     from airflow_tablestore.client.table.client import TableClient
+    from airflow_tablestore.client.verify.report import VerifyReport
 
 
 class TablestoreHook(TablestoreBaseHook["TableClient"]):
@@ -59,6 +59,15 @@ class TablestoreHook(TablestoreBaseHook["TableClient"]):
             return False
         return True
 
+    def verify_replica(self, source_table: str, replica_table: str, *, replica_hook: TablestoreHook | None = None,
+                       **options: Any) -> VerifyReport:
+        """Compare ``source_table`` and its replica cell for cell (``replica_hook``: the replica's connection, if
+        another); ``options`` as :func:`~airflow_tablestore.client.verify.compare.verify_replica` takes them."""
+        from airflow_tablestore.client.verify.compare import verify_replica
+
+        replica = (replica_hook or self).get_conn()
+        return verify_replica(self.get_conn(), source_table, replica, replica_table, **options)
+
     def dataset_uri(self, table_name: str) -> str:
         """``tablestore://<instance>/<table>``: the lineage/asset name of a table."""
         return f"tablestore://{self.get_config().instance_name}/{table_name}"
@@ -67,24 +76,18 @@ class TablestoreHook(TablestoreBaseHook["TableClient"]):
 # -- schema helpers ---------------------------------------------------------------------------------
 
 
-def schema_from_description(description: TableDescription) -> TableSchema:
-    """A CreateTable-ready schema from a DescribeTable answer (stream settings included)."""
-    stream = None
-    if description.stream.enabled:
-        stream = StreamSpec(enabled=True, expiration_hours=description.stream.expiration_hours or 168)
-    return dataclasses.replace(description.schema, stream=stream)
-
-
 def replica_schema(
     source: TableDescription, target_name: str, *, raise_max_time_deviation: bool = True
 ) -> TableSchema:
-    """Schema for a replica of ``source``: same primary key, defined columns, options and stream.
+    """Schema for a replica of ``source``: same primary key, defined columns and options; no stream setting.
 
     ``max_time_deviation`` is raised to :data:`MAX_TIME_DEVIATION` so original cell versions can be written;
     auto-increment is dropped from primary-key columns (a replica writes the source's key values);
-    reserved throughput is not copied (it is billed).
+    reserved throughput is not copied (it is billed). The stream is the source's business, not the replica's:
+    a replica is created without one and an existing replica's stream is never compared, so enabling the
+    source's stream later (as a tunnel needs) leaves the replica fit for the next run.
     """
-    schema = schema_from_description(source)
+    schema = dataclasses.replace(source.schema, stream=None)
     options = schema.options
     if raise_max_time_deviation:
         options = dataclasses.replace(options, max_time_deviation=MAX_TIME_DEVIATION)

@@ -122,8 +122,8 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
 
     def _with_credentials(self, directory: str) -> None:
         """Write the credentials file into ``directory`` and point the job at it."""
+        from airflow_tablestore.client.credentials import write_credentials_file
         from airflow_tablestore.hooks.table import TablestoreHook
-        from airflow_tablestore.spark.settings import write_credentials_file
 
         source = TablestoreHook(self.tablestore_conn_id).get_config()  # registers secrets with the masker
         sink = None

@@ -61,7 +61,7 @@ def log4j_config_path() -> str:
 
 def build_sink(options: Any, source: Any) -> Any:
     """The sink described by the options (sink credentials default to the source instance)."""
-    from airflow_tablestore.spark import settings as settings_mod
+    from airflow_tablestore.client import credentials as settings_mod
     from airflow_tablestore.spark.sinks.parquet import ParquetSink
     from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
 
@@ -136,8 +136,8 @@ def write_summary(path: str, line: str) -> None:
 
 def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
     """Parse, run one phase, log a ``CONSUMER_SUMMARY {json}`` line; returns the exit code."""
+    from airflow_tablestore.client import credentials as settings_mod
     from airflow_tablestore.client.errors import PERMANENT_ERRORS, TablestoreError, TunnelExpiredError
-    from airflow_tablestore.spark import settings as settings_mod
     from airflow_tablestore.spark.driver import ConsumerJob
     from airflow_tablestore.spark.options import OptionsError, parse_args
     from airflow_tablestore.spark.outcome import ConfigurationError, JobError, expired_message

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from airflow_tablestore.client.credentials import SINK_PREFIX
 from airflow_tablestore.client.epoch import to_ns
-from airflow_tablestore.spark.settings import SINK_PREFIX
-from airflow_tablestore.spark.sinks.fence import FENCE_COLUMN
+from airflow_tablestore.client.replica import FENCE_COLUMN
 
 PHASES = ("full", "incremental")
 SINKS = ("tablestore", "parquet")

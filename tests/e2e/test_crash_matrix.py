@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replication_helpers import make_source, stream_changes, write_key
+from replication_helpers import make_source, replica_differences, snapshot, stream_changes, write_key
 
 from airflow_tablestore.client.model import MAX_TIME_DEVIATION
 from airflow_tablestore.client.table.client import TableClient
@@ -36,7 +36,6 @@ from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.consumer import application_path
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 from airflow_tablestore.spark.sinks.purge import minimum_horizon_s
-from demo import replication as demo
 
 from .crash_tools import (
     COMPLETED,
@@ -195,7 +194,7 @@ def test_crash_matrix(emulators: tuple[EmulatorProcess, EmulatorProcess], tmp_pa
     else:
         args = ["--table", "orders", "--tunnel", "replication", "--sink", "parquet", "--sink-path", path]
         world = World(source, None, client, sink_type, args)
-    expected_base = demo.snapshot(client, "orders")
+    expected_base = snapshot(client, "orders")
 
     # Smaller rounds in the killed full-phase runs (one ReadRecords per channel and round): the base data then
     # takes ~8 rounds, so the phase cannot finish before KILLS_PER_PHASE kills were reached (with 120 records per
@@ -238,7 +237,7 @@ def test_crash_matrix(emulators: tuple[EmulatorProcess, EmulatorProcess], tmp_pa
     print(f"\ncrash matrix ({sink_type}): {len(reached)} kills and {len(restarts)} emulator restarts reached\n{report}")
 
     if sink_type == "tablestore":
-        assert demo.compare(demo.snapshot(client, "orders"), demo.snapshot(sink_client, "orders_replica")) == []
+        assert replica_differences(client, "orders", sink_client, "orders_replica") == []
         assert world.purged > 0, "no tombstone was purged: the purge was not exercised"
     else:
         records = arrow_to_records(read_change_log(path))

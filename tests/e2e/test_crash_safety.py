@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from replication_helpers import make_replica, make_source, stream_changes, write_key
+from replication_helpers import make_replica, make_source, replica_differences, snapshot, stream_changes, write_key
 
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
@@ -44,12 +44,12 @@ def test_tablestore_sink_survives_sigkill_in_both_phases(tablestore_emulator: Em
     args = ["--table", src, "--tunnel", tunnel, "--sink", "tablestore", "--sink-table", dst]
 
     _kill_then_rerun(tablestore_emulator, [*args, "--phase", "full"])
-    assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
+    assert replica_differences(tablestore_client, src, tablestore_client, dst) == []
 
     demo.write_changes(tablestore_client, src, ROWS, CHANGES)
     cutoff = datetime.now(UTC).isoformat()
     _kill_then_rerun(tablestore_emulator, [*args, "--phase", "incremental", "--cutoff", cutoff])
-    assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
+    assert replica_differences(tablestore_client, src, tablestore_client, dst) == []
 
 
 def test_parquet_sink_survives_sigkill_in_both_phases(tablestore_emulator: EmulatorProcess,
@@ -58,7 +58,7 @@ def test_parquet_sink_survives_sigkill_in_both_phases(tablestore_emulator: Emula
                                                       tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")  # type: ignore[operator]
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
-    expected_base = demo.snapshot(tablestore_client, src)
+    expected_base = snapshot(tablestore_client, src)
     path = str(tmp_path / "changelog")
     args = ["--table", src, "--tunnel", tunnel, "--sink", "parquet", "--sink-path", path]
 

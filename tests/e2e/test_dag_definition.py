@@ -63,7 +63,11 @@ def test_task_graph(dag_module: ModuleType) -> None:
     assert down["rebuild_prepare"] == {"rebuild_interval", "rebuild_swap"}
     assert down["rebuild_interval"] == {"rebuild_swap"}
     assert down["rebuild_swap"] == {"wait_consume_point"}
-    assert down["wait_consume_point"] == {"announce"}
+    assert down["wait_consume_point"] == {"announce", "verification_wanted"}
+    # opt-in verification before the Asset event; skipping it leaves announce to its own trigger rule
+    assert down["verification_wanted"] == {"verify_replica"} and down["verify_replica"] == {"announce"}
+    assert dag.get_task("verification_wanted").ignore_downstream_trigger_rules is False
+    assert dag.params["verify_replica"] is False
     assert [o.name for o in dag.get_task("announce").outlets] == ["tablestore_replication"]  # the AssetAlias
     inc = dag.get_task("incremental_phase")
     assert inc.trigger_rule == "none_failed_min_one_success"

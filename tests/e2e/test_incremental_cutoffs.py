@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replication_helpers import make_source, stream_changes, write_key
+from replication_helpers import make_source, snapshot, stream_changes, write_key
 
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table.client import TableClient
@@ -63,7 +63,7 @@ def test_successive_cutoffs_union_is_exact(spark: Any, tablestore_emulator: Emul
                                            unique: Any, tmp_path: Path) -> None:
     src, tunnel = unique("src"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 600)
-    base = demo.snapshot(tablestore_client, src)
+    base = snapshot(tablestore_client, src)
     args = ["--table", src, "--tunnel", tunnel]
     assert _run(spark, tablestore_emulator, tmp_path, *args, "--phase", "full").records == 600
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replication_helpers import stream_changes, write_key
+from replication_helpers import replica_differences, snapshot, stream_changes, write_key
 
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
@@ -51,13 +51,13 @@ def test_dag_replicates_into_a_tablestore_table(tablestore_emulator: EmulatorPro
     _, first = _run(airflow_env, conf, tmp_path / "interval1.log")
     full = [s for s in first if s["phase"] == "full"]
     assert full and full[0]["records"] == ROWS and not full[0]["skipped"]
-    assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
+    assert replica_differences(tablestore_client, src, tablestore_client, dst) == []
 
     writes = demo.write_changes(tablestore_client, src, ROWS, 300)
     _, second = _run(airflow_env, conf, tmp_path / "interval2.log")
     assert [s["phase"] for s in second] == ["incremental"]  # the plan task skipped the finished full phase
     assert second[0]["records"] == len(writes)
-    assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
+    assert replica_differences(tablestore_client, src, tablestore_client, dst) == []
 
 
 def test_dag_writes_an_exact_parquet_change_log(tablestore_emulator: EmulatorProcess, tablestore_client: TableClient,
@@ -67,7 +67,7 @@ def test_dag_writes_an_exact_parquet_change_log(tablestore_emulator: EmulatorPro
     demo.create_source_table(tablestore_client, src)
     demo.load_rows(tablestore_client, src, ROWS)
     tablestore_tunnel_client.create_tunnel(src, tunnel)  # the DAG's create_tunnel accepts the existing tunnel
-    base = demo.snapshot(tablestore_client, src)
+    base = snapshot(tablestore_client, src)
     writes = demo.write_changes(tablestore_client, src, ROWS, 300)  # after the tunnel's snapshot: stream records
     path = tmp_path / "changelog"
     conf = {"source_table": src, "destination_table": "unused", "tunnel_name": tunnel, "sink_type": "parquet",

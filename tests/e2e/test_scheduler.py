@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replication_helpers import stream_changes, write_key
+from replication_helpers import snapshot, stream_changes, write_key
 
 from airflow_tablestore.client.model import RowWrite
 from airflow_tablestore.client.table.client import TableClient
@@ -166,7 +166,7 @@ def test_dag_under_a_real_scheduler(history: tuple[EmulatorProcess, dict[str, li
     partition_events = [e for e in events if "/interval=" in (e.get("uri") or "")]
     assert {e["uri"].rsplit("=", 1)[1] for e in partition_events} >= set(writes), events
     assert all({"interval_start", "interval_end", "records"} <= set(e["extra"] or {}) for e in partition_events), events
-    assert demo.snapshot(client, "orders")  # the source is still there (the emulator outlived the runs)
+    assert snapshot(client, "orders")  # the source is still there (the emulator outlived the runs)
 
 
 def assert_no_overlap(tis: list[dict[str, Any]]) -> None:

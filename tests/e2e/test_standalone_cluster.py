@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replication_helpers import make_replica, make_source
+from replication_helpers import make_replica, make_source, replica_differences
 
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.consumer import application_path
-from demo import replication as demo
 
 from .spark_runs import BIN, FAST_JVM, consumer_env
 
@@ -126,4 +125,4 @@ def test_consumer_survives_a_worker_killed_mid_round(cluster: tuple[str, list[Da
     assert code == 0, output[-6000:]
     assert killed.is_set() and workers[0].proc.poll() is not None, output[-3000:]
     assert any("Asked to launch executor" in line for line in workers[0].lines)  # it ran an executor of the job
-    assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
+    assert replica_differences(tablestore_client, src, tablestore_client, dst) == []

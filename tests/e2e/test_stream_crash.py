@@ -26,13 +26,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from replication_helpers import make_source, stream_changes, write_key
+from replication_helpers import make_source, snapshot, stream_changes, write_key
 
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
-from demo import replication as demo
 
 from .crash_tools import (
     COMPLETED,
@@ -189,7 +188,7 @@ def test_stream_crashes(emulator: EmulatorProcess, tmp_path: Path) -> None:
     make_source(client, tunnels, "orders", f"feed_{SINKS[0]}", ROWS)
     for sink in SINKS[1:]:
         tunnels.create_tunnel("orders", f"feed_{sink}")
-    expected_base = demo.snapshot(client, "orders")
+    expected_base = snapshot(client, "orders")
     job = Job(emulator, tmp_path / "out", tmp_path / "checkpoint")
     rng = random.Random(20261126)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -42,6 +41,7 @@ from airflow_tablestore.operators.spark_submit import (
 )
 from airflow_tablestore.operators.table import TablestoreCreateTableOperator, TablestoreDeleteTableOperator
 from airflow_tablestore.operators.tunnel import TablestoreCreateTunnelOperator, TablestoreDeleteTunnelOperator
+from airflow_tablestore.operators.verify import TablestoreVerifyReplicaOperator
 from airflow_tablestore.sensors.row import TablestoreRowSensor
 from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor
 
@@ -83,6 +83,7 @@ def _valid(task: type) -> dict[str, Any]:
                                              "deferrable": False, "poke_interval": 0.1, "timeout": 1},
         TablestoreRowSensor: {"table_name": TABLE, "primary_key": {"id": "a", "seq": 1}, "deferrable": False,
                               "poke_interval": 0.1, "timeout": 1},
+        TablestoreVerifyReplicaOperator: {"source_table": TABLE, "destination_table": TABLE},
     }[task]
 
 
@@ -250,6 +251,16 @@ CASES: list[Case] = [
         ("max_wait_seconds", -1, "parse", ["max_wait_seconds", "positive"]),
     ),
     *_cases(TablestoreRowSensor, ("expected", "done", "parse", ["expected needs column"])),
+    *_cases(
+        TablestoreVerifyReplicaOperator, CONNECTION,
+        ("sink_tablestore_conn_id", MISSING_CONN, "run", [MISSING_CONN, "not defined"]),
+        ("source_table", "1st-table", "run", ["source_table", "'1st-table'", NAME_RULE]),
+        ("destination_table", "", "run", ["destination_table", NAME_RULE]),
+        ("destination_table", "no_such_replica", "run", ["OTSObjectNotExist", "'no_such_replica'"]),
+        ("all_versions", "yes", "parse", ["all_versions", "True or False"]),
+        ("max_differences", -1, "parse", ["max_differences", "integer >= 0"]),
+        ("page_size", 0, "parse", ["page_size", "positive integer"]),
+    ),
 ]
 
 WRONG_RENDERINGS = {"{{ params.type }}": "basedata", "{{ params.sink_type }}": "Parquet",
@@ -315,7 +326,7 @@ def test_the_table_covers_every_operator_and_sensor() -> None:
                        TablestoreCreateRebuildTunnelOperator, TablestoreSwapRebuiltPartitionsOperator,
                        TablestoreReplicationSinkBranchOperator, TablestoreReplicationPlanOperator,
                        TablestoreAnnounceReplicationOperator, TablestoreSparkSubmitOperator,
-                       TablestoreTunnelConsumePointSensor, TablestoreRowSensor}
+                       TablestoreTunnelConsumePointSensor, TablestoreRowSensor, TablestoreVerifyReplicaOperator}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
@@ -344,25 +355,6 @@ def _render(value: Any) -> Any:
 
 
 # -- end to end: Airflow's retry machinery gives such a task one try ------------------------------------
-
-
-@pytest.fixture(scope="module")
-def airflow_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The tests' own Airflow home migrated, and ``dag.test()`` able to run a DAG defined in a test (the
-    package's plugin does this when it made the home; tests/conftest.py made this one)."""
-    from airflow.sdk import DAG
-    from airflow.utils.db import initdb
-
-    from airflow_tablestore.pytest_plugin import _serializing_test
-
-    if "airflow-home-tablestore-tests-" not in os.environ.get("AIRFLOW_HOME", ""):
-        pytest.skip("dag.test() migrates a database: only in the tests' own AIRFLOW_HOME")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("AIRFLOW__CORE__DAGS_FOLDER", str(tmp_path_factory.mktemp("dags")))
-    initdb()
-    patch.setattr(DAG, "test", _serializing_test(DAG.test))
-    yield
-    patch.undo()
 
 
 @pytest.mark.parametrize(("build", "words"), [

@@ -100,7 +100,7 @@ def test_a_wrong_schema_type_fails_when_the_dag_is_parsed(primary_key: Any, defi
     assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
-def test_replica_copies_schema_options_stream_and_raises_time_deviation(
+def test_replica_copies_schema_options_not_the_stream_and_raises_time_deviation(
     tablestore_airflow_conn: str, tablestore_client: Any, tablestore_emulator: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -123,8 +123,12 @@ def test_replica_copies_schema_options_stream_and_raises_time_deviation(
         ("pk", PrimaryKeyType.STRING), ("n", PrimaryKeyType.INTEGER)]
     assert replica.schema.options.max_versions == 5
     assert replica.schema.options.max_time_deviation == MAX_TIME_DEVIATION
-    assert replica.stream.enabled
+    assert not replica.stream.enabled  # a replica needs no stream of its own
     assert op.execute(CTX)["created"] is False  # idempotent
+    tablestore_client.update_table(source, stream=StreamSpec(enabled=False))  # the source's stream changes ...
+    assert op.execute(CTX)["created"] is False  # ... and the replica still fits
+    tablestore_client.update_table(target, stream=StreamSpec(enabled=True))  # a stream on the replica is the user's
+    assert op.execute(CTX)["created"] is False
     # execute closed the clients of both cached hooks (the source's is on another connection)
     assert op.source_hook is not op.hook
     assert op.hook._client is None and op.source_hook._client is None

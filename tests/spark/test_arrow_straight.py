@@ -28,6 +28,7 @@ from airflow_tablestore.client.model import ActionType, CellOp, Column, Record, 
 from airflow_tablestore.client.plainbuffer.decode import decode_rows
 from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
 from airflow_tablestore.client.records import EncodedRecords
+from airflow_tablestore.client.replica import TOMBSTONE_SUFFIX, is_tombstone
 from airflow_tablestore.spark import arrow, changes
 from airflow_tablestore.spark.changes import (
     CHANGE_SCHEMA,
@@ -35,7 +36,6 @@ from airflow_tablestore.spark.changes import (
     encoded_records_to_arrow_compiled,
     records_to_arrow_python,
 )
-from airflow_tablestore.spark.sinks.fence import TOMBSTONE_SUFFIX, is_tombstone
 from airflow_tablestore.spark.sinks.parquet import _ParquetWriter
 from spark.test_changes_compiled import SAMPLES, attribute_columns, flat_case, random_record
 

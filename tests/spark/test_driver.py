@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replication_helpers import make_replica, make_source, stream_changes, write_key
+from replication_helpers import make_replica, make_source, replica_differences, stream_changes, write_key
 
 from airflow_tablestore.client.model import ChannelStatus, TunnelStage
 from airflow_tablestore.client.settings import ConnectionSettings
@@ -51,13 +51,13 @@ def test_full_then_incremental_replicates_every_version(tablestore_client: Any, 
     desc = tablestore_tunnel_client.describe_tunnel(src, tunnel)
     assert desc.tunnel.stage == TunnelStage.PROCESS_STREAM
     assert all(c.status == ChannelStatus.TERMINATED for c in desc.channels if c.channel_type == "BaseData")
-    assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
+    assert replica_differences(tablestore_client, src, tablestore_client, dst) == []
 
     writes = demo.write_changes(tablestore_client, src, ROWS, 250)
     cutoff = datetime.now(UTC).isoformat()
     summary = job(settings, sink, *base, "--phase", "incremental", "--cutoff", cutoff).run()
     assert summary.records == len(writes)
-    assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
+    assert replica_differences(tablestore_client, src, tablestore_client, dst) == []
     assert tablestore_tunnel_client.describe_tunnel(src, tunnel).consume_point_ns >= \
         int(datetime.fromisoformat(cutoff).timestamp() * 1e9) - 1000
 

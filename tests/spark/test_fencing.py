@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replication_helpers import make_replica, make_source, stream_changes, write_key
+from replication_helpers import make_replica, make_source, replica_differences, stream_changes, write_key
 
 from airflow_tablestore.client.model import Column, Record, RowWrite, WriteType
 from airflow_tablestore.client.settings import ConnectionSettings
@@ -157,7 +157,7 @@ def test_stale_driver_cannot_roll_the_replica_back(tablestore_emulator: Emulator
     args = ["--table", src, "--tunnel", tunnel, "--sink", "tablestore", "--sink-table", dst, "--fence-column", fence]
     run_stale_driver_scenario(tablestore_emulator, tablestore_client, tablestore_tunnel_client, settings, src, tunnel,
                               sink, args)
-    problems = demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst))
+    problems = replica_differences(tablestore_client, src, tablestore_client, dst)
     if fenced:
         assert problems == []
     else:
@@ -206,7 +206,7 @@ def test_a_write_executed_after_its_client_gave_up_is_refused(
         time.sleep(6.5)  # ... and has now been executed, late
     finally:
         control.clear_faults()
-    problems = demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst))
+    problems = replica_differences(tablestore_client, src, tablestore_client, dst)
     if fenced:
         assert problems == []
     else:
@@ -248,6 +248,6 @@ def test_replication_completes_under_ten_percent_faults(tablestore_emulator: Emu
         control.clear_faults()
     time.sleep(3)  # requests held by the fault are executed late: let them land before comparing
     if sink_type == "tablestore":
-        assert demo.compare(demo.snapshot(tablestore_client, src), demo.snapshot(tablestore_client, dst)) == []
+        assert replica_differences(tablestore_client, src, tablestore_client, dst) == []
     else:
         assert stream_changes(arrow_to_records(read_change_log(path))) == Counter(write_key(w) for w in writes)

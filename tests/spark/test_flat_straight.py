@@ -29,10 +29,10 @@ from airflow_tablestore.client.model import ActionType, CellOp, Column, ColumnTy
 from airflow_tablestore.client.plainbuffer.decode import decode_rows
 from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
 from airflow_tablestore.client.records import EncodedRecords
+from airflow_tablestore.client.replica import TOMBSTONE_SUFFIX, is_tombstone
 from airflow_tablestore.spark import arrow
 from airflow_tablestore.spark.arrow import CELL, CORRUPT, KEY, VERSIONS, OutputField, RowsToArrow
 from airflow_tablestore.spark.datasource.schema import SPARK_TYPES, arrow_schema, versions_type
-from airflow_tablestore.spark.sinks.fence import TOMBSTONE_SUFFIX, is_tombstone
 from airflow_tablestore.spark.stream.output import ACTION_COLUMN, ChangeOutput
 from spark.test_arrow_straight import COMPILED, _decoder_tests, arrow_c, corruptions, outcome, same
 from spark.test_changes_compiled import KEY_KINDS, SAMPLES

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from airflow_tablestore.client import credentials as settings
 from airflow_tablestore.client.errors import TablestoreClientError
-from airflow_tablestore.spark import settings
 from airflow_tablestore.spark.options import OptionsError, parse_args, parse_cutoff
 
 BASE = ["--table", "src", "--tunnel", "t"]

@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_tablestore.client import credentials as job_settings
 from airflow_tablestore.client.epoch import parse_epoch_ns
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import TimeRange
+from airflow_tablestore.client.replica import FENCE_COLUMN
 from airflow_tablestore.client.settings import ConnectionSettings
-from airflow_tablestore.spark import settings as job_settings
-from airflow_tablestore.spark.sinks.fence import FENCE_COLUMN
 
 MODES = ("PERMISSIVE", "FAILFAST")
 ROW_CHANGES = ("put", "update")

@@ -30,11 +30,11 @@ from pyspark.sql.types import StructType
 
 from airflow_tablestore.client.model import ColumnCondition, PrimaryKeyColumn, Row, TableSchema
 from airflow_tablestore.client.plainbuffer.decode import decode_rows
+from airflow_tablestore.client.replica import TOMBSTONE_SUFFIX, is_tombstone
 from airflow_tablestore.spark.arrow import CELL, VERSIONS, RowsToArrow
 from airflow_tablestore.spark.datasource.options import SourceOptions
 from airflow_tablestore.spark.datasource.pushdown import KeyRange, intersect, plan_pushdown
 from airflow_tablestore.spark.datasource.schema import arrow_schema, read_fields
-from airflow_tablestore.spark.sinks.fence import TOMBSTONE_SUFFIX, is_tombstone
 
 MB = 1024 * 1024
 

@@ -12,8 +12,8 @@ than what the row holds, atomically per row:
 
 A DELETE_ROW becomes a *tombstone*: the row is replaced by the fence column alone, its value marked with
 :data:`TOMBSTONE_SUFFIX`, so an older change that arrives later still finds the fence and is refused (a plain
-delete would let it resurrect the row). Readers of the replica skip tombstones (:func:`is_tombstone`) and
-the fence column (:func:`strip_fence`). Refused writes are counted, not errors.
+delete would let it resurrect the row). Readers of the replica skip tombstones and the fence column (the rules
+of :mod:`airflow_tablestore.client.replica`, which the verifier shares). Refused writes are counted, not errors.
 
 The mechanism is shared: :func:`fence_condition` (the condition), :func:`fenced_row_write` (a put or update
 carrying its fence) and :func:`write_fenced` (write, count refusals, raise on anything else) serve both this
@@ -42,15 +42,10 @@ from airflow_tablestore.client.model import (
     SingleColumnCondition,
     WriteType,
 )
-
-FENCE_COLUMN = "_tunnel_seq"
-"""Default name of the fence column (``--fence-column``)."""
+from airflow_tablestore.client.replica import FENCE_COLUMN, TOMBSTONE_SUFFIX
 
 BASE_FENCE = "0"
 """Fence of base-data records: below every stream position (``"0" < "00000000..."``)."""
-
-TOMBSTONE_SUFFIX = "-deleted"
-"""Marks the fence of a deleted row; sorts like its position ("-" is below every hex digit)."""
 
 CONDITION_FAILED = "OTSConditionCheckFail"
 
@@ -110,17 +105,3 @@ def write_fenced(client: Any, writes: Sequence[RowWrite], **options: Any) -> int
             raise
         return len(exc.failures)
     return 0
-
-
-def strip_fence(columns: tuple[Column, ...], fence_column: str = FENCE_COLUMN) -> tuple[Column, ...]:
-    """A replica row's data columns (empty for a tombstone: the source has no such row)."""
-    return tuple(c for c in columns if c.name != fence_column)
-
-
-def is_tombstone(columns: tuple[Column, ...], fence_column: str = FENCE_COLUMN) -> bool:
-    """Whether a replica row (its columns as read) is a deleted row's tombstone."""
-    fences = [c for c in columns if c.name == fence_column]
-    if not fences or len(fences) != len(columns):
-        return False
-    latest = max(fences, key=lambda c: c.timestamp_ms or 0)
-    return isinstance(latest.value, str) and latest.value.endswith(TOMBSTONE_SUFFIX)

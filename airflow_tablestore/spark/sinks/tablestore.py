@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_tablestore.client.model import PrimaryKey, Record, RowWrite
+from airflow_tablestore.client.replica import FENCE_COLUMN
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.spark.changes import record_to_write
-from airflow_tablestore.spark.sinks.fence import FENCE_COLUMN, fenced_write, write_fenced
+from airflow_tablestore.spark.sinks.fence import fenced_write, write_fenced
 
 FLUSH_ROWS = 1000
 """Buffered writes per ``write_rows`` call (it chunks them into legal ≤200-row batches)."""

@@ -1,7 +1,10 @@
-"""Where the job finds its Tablestore credentials: environment variables or a JSON file, never argv.
+"""Where a job or command finds its Tablestore credentials: environment variables or a JSON file, never argv.
 
-The settings themselves are :class:`airflow_tablestore.client.settings.ConnectionSettings` (also what the Airflow
-hooks parse a connection into); this module only reads and writes them.
+The one way outside Airflow: the Spark consumer, the ``tablestore`` data source and the replica verifier
+(``python -m airflow_tablestore.client.verify``) read ``TABLESTORE_*`` variables (a sink or replica on another
+instance: ``TABLESTORE_SINK_*``) or a credentials file. The settings themselves are
+:class:`airflow_tablestore.client.settings.ConnectionSettings` (also what the Airflow hooks parse a connection
+into); this module only reads and writes them.
 """
 
 from __future__ import annotations
