@@ -145,6 +145,7 @@ RUN_HERE = {
                         "TablestoreDeleteTableOperator"),
     ("docs/airflow.md", "from airflow.sdk import TriggerRule"),
     ("docs/airflow.md", "from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor"),
+    ("docs/airflow.md", "from airflow_tablestore.operators.verify import TablestoreVerifyReplicaOperator"),
 }
 
 
@@ -266,5 +267,7 @@ def test_airflow_dag_examples(tablestore_emulator: Any) -> None:
         _run("docs/airflow.md", "from airflow.sdk import TriggerRule", placeholders, tablestore_emulator)
         _run("docs/airflow.md", "from airflow_tablestore.sensors.tunnel import TablestoreTunnelConsumePointSensor",
              {}, tablestore_emulator)
+        _run("docs/airflow.md", "from airflow_tablestore.operators.verify import TablestoreVerifyReplicaOperator",
+             {}, tablestore_emulator)
     assert {"create_table", "create_replica", "create_tunnel", "choose_sink", "incremental_phase", "plan",
-            "rebuild_prepare", "rebuild_swap", "announce", "wait_consumed"} <= set(dag.task_ids)
+            "rebuild_prepare", "rebuild_swap", "announce", "wait_consumed", "verify_replica"} <= set(dag.task_ids)
