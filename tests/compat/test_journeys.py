@@ -3,13 +3,14 @@
 
 The session's ``python -m build`` makes the sdist and the wheel (conftest.py); the wheel is installed with the
 extras the page's install command names into the venv of the matrix's "one install command" cell
-(test_matrix.py's ``USER_INSTALL``: the same venv, built once per session). Each journey then runs in an empty project directory whose ``venv`` is that venv, each
-block as a process of its own, in the page's order: shell blocks with ``bash``, files saved where the page says,
-long-running commands in the background (a terminal of their own) until their ready line. The environment is
-what a user's fresh shell has: ``PATH`` with the system's ``python3`` first (not the venv's; Java on it), a
-fresh ``HOME``, and nothing else but what the page's own ``export`` lines and ``source venv/bin/activate`` add
-(carried from block to block as a shell would). Two substitutions, nothing more: the install command (checked,
-then replaced by the prepared venv) and the ports 8800 and 8080 (free ports, so parallel runs cannot collide).
+(test_matrix.py's ``USER_INSTALL``: the same venv, built once per session). Each journey then runs in an empty
+project directory whose ``venv`` is that venv, each block as a process of its own, in the page's order: shell
+blocks with ``bash``, files saved where the page says, long-running commands in the background (a terminal of
+their own) until their ready line. The environment is what a user's fresh shell has: ``PATH`` with the system's
+``python3`` first (not the venv's; Java on it), a fresh ``HOME``, and nothing else but what the page's own
+``export`` lines and ``source venv/bin/activate`` add (carried from block to block as a shell would). Two
+substitutions, nothing more: the install command (checked, then replaced by the prepared venv) and the ports 8800
+and 8080 (free ports, so parallel runs cannot collide).
 
 Each step's title, time and result are printed (``[journey NAME]`` lines) and the page's ``output`` blocks are
 checked against what the step before them printed.
@@ -17,6 +18,7 @@ checked against what the step before them printed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -161,10 +163,8 @@ class Journey:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(30)
         for proc, _ in self.background:  # children a component left behind (task runners, Spark)
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.background.clear()
 
     def logs(self) -> str:
@@ -209,8 +209,31 @@ def test_every_block_of_the_page_is_a_step() -> None:
 
 def test_spark_user(run_journey: Callable[[str], Journey]) -> None:
     """Emulator, client, spark.read -> filter/aggregate -> df.write -> read back (python and spark-submit), a
-    tunnel, readStream availableNow twice with changes between: each output as the page shows it."""
-    run_journey("spark")
+    tunnel, readStream availableNow twice with changes between: each output as the page shows it. Then
+    docs/spark.md's account of PYSPARK_PYTHON: without it the same job fails with [DATA_SOURCE_NOT_FOUND] (the
+    system's python3 runs Spark's Python workers); with the venv activated instead, it works."""
+    trip = run_journey("spark")
+    without = {k: v for k, v in trip.env.items() if k != "PYSPARK_PYTHON"}
+    emulator = subprocess.Popen(["venv/bin/tablestore-emulator", "--port", trip.ports["8800"], "--data-dir",
+                                 "./emulator-data"], cwd=trip.cwd, env=without, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+    try:
+        assert emulator.stdout is not None
+        for line in emulator.stdout:
+            if "listening on" in line:
+                break
+        plain = subprocess.run(["venv/bin/python", "shop_totals.py"], cwd=trip.cwd, env=without,
+                               capture_output=True, text=True, timeout=STEP_TIMEOUT)
+        activated = subprocess.run(["bash", "-c", "source venv/bin/activate && python shop_totals.py"],
+                                   cwd=trip.cwd, env=without, capture_output=True, text=True, timeout=STEP_TIMEOUT)
+    finally:
+        emulator.terminate()
+        emulator.wait(60)
+    assert plain.returncode != 0 and "DATA_SOURCE_NOT_FOUND" in plain.stdout + plain.stderr, plain.stderr[-3000:]
+    assert activated.returncode == 0, activated.stderr[-3000:]
+    assert "s0: total=1251.0 orders=25" in activated.stdout.splitlines(), activated.stdout
+    print("[journey spark] without PYSPARK_PYTHON: [DATA_SOURCE_NOT_FOUND]; with the venv activated: the totals",
+          flush=True)
 
 
 def test_dag_author(run_journey: Callable[[str], Journey]) -> None:
