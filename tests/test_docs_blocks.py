@@ -67,6 +67,15 @@ RUN_BY: dict[tuple[str, str], tuple[str, str]] = {
     ("docs/airflow.md", "from airflow_tablestore.sensors.row import TablestoreRowSensor"):
         ("tests/test_docs_examples.py", "from airflow_tablestore.sensors.row import TablestoreRowSensor"),
     ("docs/emulator.md", "# test_my_dag.py"): ("tests/test_plugin_dag_test.py", "# test_my_dag"),
+    # the data source fragments, in one Spark session
+    ("docs/spark.md", 'df = (spark.read.format("tablestore")'):
+        ("tests/spark/datasource/test_docs_fragments.py", 'df = (spark.read.format("tablestore")'),
+    ("docs/spark.md", 'spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")'):
+        ("tests/spark/datasource/test_docs_fragments.py", 'spark.conf.set("spark.sql.python.filterPushdown'),
+    ("docs/spark.md", '(df.write.format("tablestore")'):
+        ("tests/spark/datasource/test_docs_fragments.py", '(df.write.format("tablestore")'),
+    ("docs/spark.md", 'changes = (spark.readStream.format("tablestore")'):
+        ("tests/spark/datasource/test_docs_fragments.py", 'changes = (spark.readStream.format("tablestore")'),
     # the one-line enabling of each packaged DAG: parsed as the DAG processor parses a dags folder
     ("docs/airflow.md", "from airflow_tablestore.example_dags.tablestore_replication import dag  # noqa: F401"):
         ("tests/e2e/test_dag_definition.py", "import dag  # noqa: F401"),
@@ -99,14 +108,6 @@ NOT_RUN = {
         "tests/client/plainbuffer/)",
     ("docs/airflow.md", "from airflow_tablestore.hooks.table import TablestoreHook"):
         "a sketch with a top-level await and a placeholder cutoff_ns (the hooks: tests/hooks/)",
-    ("docs/spark.md", 'df = (spark.read.format("tablestore")'):
-        "a fragment of a job (a session named spark); docs/first-hour.md's journey 1 runs a whole job",
-    ("docs/spark.md", 'spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")'):
-        "one setting of a session (tests/spark/datasource/ runs reads with it on and off)",
-    ("docs/spark.md", '(df.write.format("tablestore")'):
-        "a fragment of a job (a DataFrame named df); docs/first-hour.md's journey 1 runs a whole job",
-    ("docs/spark.md", 'changes = (spark.readStream.format("tablestore")'):
-        "a fragment of a job with placeholder paths; docs/first-hour.md's journey 1 runs a whole streaming job",
 }
 
 ENDPOINT_PLACEHOLDERS = ("https://myinst.cn-hangzhou.ots.aliyuncs.com",)
