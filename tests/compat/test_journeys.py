@@ -211,7 +211,8 @@ def test_spark_user(run_journey: Callable[[str], Journey]) -> None:
     """Emulator, client, spark.read -> filter/aggregate -> df.write -> read back (python and spark-submit), a
     tunnel, readStream availableNow twice with changes between: each output as the page shows it. Then
     docs/spark.md's account of PYSPARK_PYTHON: without it the same job fails with [DATA_SOURCE_NOT_FOUND] (the
-    system's python3 runs Spark's Python workers); with the venv activated instead, it works."""
+    system's python3 runs Spark's Python workers) and spark-submit finds no Spark; with the venv activated
+    instead, it works."""
     trip = run_journey("spark")
     without = {k: v for k, v in trip.env.items() if k != "PYSPARK_PYTHON"}
     emulator = subprocess.Popen(["venv/bin/tablestore-emulator", "--port", trip.ports["8800"], "--data-dir",
@@ -224,16 +225,19 @@ def test_spark_user(run_journey: Callable[[str], Journey]) -> None:
                 break
         plain = subprocess.run(["venv/bin/python", "shop_totals.py"], cwd=trip.cwd, env=without,
                                capture_output=True, text=True, timeout=STEP_TIMEOUT)
+        submit = subprocess.run(["venv/bin/spark-submit", "shop_totals.py"], cwd=trip.cwd, env=without,
+                                capture_output=True, text=True, timeout=STEP_TIMEOUT)
         activated = subprocess.run(["bash", "-c", "source venv/bin/activate && python shop_totals.py"],
                                    cwd=trip.cwd, env=without, capture_output=True, text=True, timeout=STEP_TIMEOUT)
     finally:
         emulator.terminate()
         emulator.wait(60)
     assert plain.returncode != 0 and "DATA_SOURCE_NOT_FOUND" in plain.stdout + plain.stderr, plain.stderr[-3000:]
+    assert submit.returncode != 0 and "Could not find valid SPARK_HOME" in submit.stderr, submit.stderr[-3000:]
     assert activated.returncode == 0, activated.stderr[-3000:]
     assert "s0: total=1251.0 orders=25" in activated.stdout.splitlines(), activated.stdout
-    print("[journey spark] without PYSPARK_PYTHON: [DATA_SOURCE_NOT_FOUND]; with the venv activated: the totals",
-          flush=True)
+    print("[journey spark] without PYSPARK_PYTHON: [DATA_SOURCE_NOT_FOUND] (python), no SPARK_HOME (spark-submit); "
+          "with the venv activated: the totals", flush=True)
 
 
 def test_dag_author(run_journey: Callable[[str], Journey]) -> None:
