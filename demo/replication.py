@@ -54,13 +54,13 @@ class DemoError(RuntimeError):
 # ---- data -----------------------------------------------------------------------------------------
 
 
-def create_source_table(client: Any, name: str) -> None:
-    """A table ``(region STRING, id INTEGER)`` keeping 3 versions, with a stream."""
+def create_source_table(client: Any, name: str, *, stream: bool = True) -> None:
+    """A table ``(region STRING, id INTEGER)`` keeping 3 versions, with a stream (unless ``stream=False``)."""
     client.create_table(TableSchema(
         name=name,
         primary_key=(PrimaryKeyColumn("region", PrimaryKeyType.STRING), PrimaryKeyColumn("id", PrimaryKeyType.INTEGER)),
         options=TableOptions(max_versions=MAX_VERSIONS, max_time_deviation=2**31 - 1),
-        stream=StreamSpec(enabled=True, expiration_hours=24),
+        stream=StreamSpec(enabled=True, expiration_hours=24) if stream else None,
     ))
 
 

@@ -151,7 +151,7 @@ def check_export_connection(command: str, tmp_path: Path) -> None:
     assert conn.conn_type == "tablestore"
     settings = parse_connection(conn, conn.extra_dejson)
     assert settings.instance_name and settings.endpoint.startswith(("http://", "https://"))
-    if "protocol=http" in value:
+    if "protocol=http" in value or value.startswith("tablestore://http://"):
         assert settings.endpoint.startswith("http://"), settings.endpoint
 
 

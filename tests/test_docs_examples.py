@@ -37,7 +37,7 @@ from airflow.models.xcom import XComModel
 from airflow.sdk import DAG
 from airflow.utils.session import create_session
 
-from airflow_tablestore.client.model import PrimaryKeyColumn, PrimaryKeyType, StreamSpec, TableSchema
+from airflow_tablestore.client.model import Column, PrimaryKeyColumn, PrimaryKeyType, StreamSpec, TableSchema
 
 SNIPPETS = json.loads(%r)
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -80,10 +80,13 @@ def test_row_sensor_example(tablestore_airflow_conn, tablestore_client):
 
 
 def test_verify_operator_example(tablestore_airflow_conn, tablestore_client):
+    if "orders" in tablestore_client.list_tables():  # the consume example's
+        tablestore_client.delete_table("orders")
+    version = int(datetime.now(UTC).timestamp() * 1000)  # the replica keeps the source's cell versions
     for name in ("orders", "orders_replica"):
         table(tablestore_client, name, [("id", PrimaryKeyType.INTEGER)])
         for i in range(30):
-            tablestore_client.put_row(name, [("id", i)], [("amount", float(i))])
+            tablestore_client.put_row(name, [("id", i)], [Column("amount", float(i), version)])
     tablestore_client.put_row("orders_replica", [("id", 99)], [("_tunnel_seq", "00000001-deleted")])  # tombstone
     run, results = run_snippet("verify", datetime.now(UTC))
     assert run.state == "success", results

@@ -15,8 +15,9 @@ Quick start::
         row = client.get_row("orders", [("id", 1)])
 
 Every name here is imported lazily on first use, so importing one submodule (``client.transport``, ...) never
-runs the others: the package has no import-order dependencies. The tunnel and stream workers are imported from
-their modules (``client.tunnel.worker``, ``client.stream.worker``).
+runs the others: the package has no import-order dependencies. The tunnel worker's common names come from here
+too (``from airflow_tablestore.client import TunnelClient, TunnelWorker, TunnelWorkerConfig,
+CallbackProcessor``); the stream worker is imported from its module (``client.stream.worker``).
 
 ``_EXPORTS`` (name → defining module) is the list: ``__all__`` is derived from it, and the ``TYPE_CHECKING``
 imports repeat it for type checkers (``Name as Name``: an explicit re-export); ``tests/client/test_public_api.py``
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from airflow_tablestore.client.errors import NotFoundError as NotFoundError
     from airflow_tablestore.client.errors import PlainBufferError as PlainBufferError
     from airflow_tablestore.client.errors import ServerError as ServerError
+    from airflow_tablestore.client.errors import StreamNotEnabledError as StreamNotEnabledError
     from airflow_tablestore.client.errors import TablestoreClientError as TablestoreClientError
     from airflow_tablestore.client.errors import TablestoreError as TablestoreError
     from airflow_tablestore.client.errors import TablestoreNetworkError as TablestoreNetworkError
@@ -79,11 +81,19 @@ if TYPE_CHECKING:
     from airflow_tablestore.client.table.rows import RowReadResult as RowReadResult
     from airflow_tablestore.client.transport import Transport as Transport
     from airflow_tablestore.client.tunnel.client import TunnelClient as TunnelClient
+    from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig as TunnelWorkerConfig
+    from airflow_tablestore.client.tunnel.processor import CallbackProcessor as CallbackProcessor
+    from airflow_tablestore.client.tunnel.processor import ChannelContext as ChannelContext
+    from airflow_tablestore.client.tunnel.processor import ChannelProcessor as ChannelProcessor
+    from airflow_tablestore.client.tunnel.worker import TunnelWorker as TunnelWorker
 
 _EXPORTS: dict[str, str] = {
     "AUTO_INCREMENT": "airflow_tablestore.client.model",
     "AlreadyExistsError": "airflow_tablestore.client.errors",
     "AuthError": "airflow_tablestore.client.errors",
+    "CallbackProcessor": "airflow_tablestore.client.tunnel.processor",
+    "ChannelContext": "airflow_tablestore.client.tunnel.processor",
+    "ChannelProcessor": "airflow_tablestore.client.tunnel.processor",
     "BatchWriteError": "airflow_tablestore.client.errors",
     "CellOp": "airflow_tablestore.client.model",
     "Column": "airflow_tablestore.client.model",
@@ -115,6 +125,7 @@ _EXPORTS: dict[str, str] = {
     "SplitLocation": "airflow_tablestore.client.model",
     "SplitPoints": "airflow_tablestore.client.model",
     "StreamClient": "airflow_tablestore.client.stream.client",
+    "StreamNotEnabledError": "airflow_tablestore.client.errors",
     "StreamSpec": "airflow_tablestore.client.model",
     "TableClient": "airflow_tablestore.client.table.client",
     "TableDescription": "airflow_tablestore.client.model",
@@ -128,6 +139,8 @@ _EXPORTS: dict[str, str] = {
     "TimeRange": "airflow_tablestore.client.model",
     "Transport": "airflow_tablestore.client.transport",
     "TunnelClient": "airflow_tablestore.client.tunnel.client",
+    "TunnelWorker": "airflow_tablestore.client.tunnel.worker",
+    "TunnelWorkerConfig": "airflow_tablestore.client.tunnel.config",
     "UpdateTableResult": "airflow_tablestore.client.table.ddl",
     "WriteType": "airflow_tablestore.client.model",
 }

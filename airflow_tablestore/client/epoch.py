@@ -60,6 +60,23 @@ def to_ns(value: datetime | int | None) -> int:
     return value
 
 
+TIME_FORMS = "an ISO-8601 time (2026-11-25T10:00:00Z) or epoch seconds/ms/us/ns"
+"""What a time argument may be, as every error about one says it."""
+
+
+class TimeArgumentError(ValueError):
+    """A time argument (a cutoff, a stream start or end) that is not a time; no retry can fix it."""
+
+
+def parse_time_argument(argument: str, value: datetime | str | int | float) -> int:
+    """:func:`parse_epoch_ns` of a caller's argument; a :class:`TimeArgumentError` in the one form every time
+    argument's error takes: ``cutoff '25/11/2026 10:00' is not a time: give an ISO-8601 time (...) or ...``."""
+    try:
+        return parse_epoch_ns(value)
+    except TablestoreClientError:
+        raise TimeArgumentError(f"{argument} {value!r} is not a time: give {TIME_FORMS}") from None
+
+
 def parse_epoch_ns(value: datetime | str | int | float | None) -> int:
     """Nanoseconds since epoch from a datetime (naive = UTC), an ISO-8601 string or an epoch number.
 

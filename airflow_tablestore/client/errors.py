@@ -116,6 +116,10 @@ class TunnelNotFoundError(NotFoundError, InvalidParameterError):
     """The tunnel does not exist (the service answers ``OTSParameterInvalid`` "tunnel not exist")."""
 
 
+class StreamNotEnabledError(InvalidParameterError):
+    """A Stream or BaseAndStream tunnel was asked for on a table whose stream is off; the message names the fix."""
+
+
 class AlreadyExistsError(TablestoreServiceError):
     """The table or tunnel already exists."""
 

@@ -311,13 +311,14 @@ class RowWrite:
 
 @dataclass(frozen=True)
 class RowWriteResult:
-    """Outcome of one row of a batch write, in request order."""
+    """Outcome of one row of a batch write, in request order; ``attempts``: how often it was sent."""
 
     write: RowWrite
     index: int
     ok: bool
     error: Exception | None = None
     row: Row | None = None
+    attempts: int = 1
 
 
 # ---- tunnel ---------------------------------------------------------------------------------------
@@ -348,9 +349,18 @@ class ChannelStatus(enum.StrEnum):
 
 
 class ActionType(enum.IntEnum):
+    """What a tunnel record does to its row; ``str()`` and f-strings give the name (``PUT_ROW``), as the
+    Parquet change log's ``action`` column does, and the value stays the wire's number."""
+
     PUT_ROW = 1
     UPDATE_ROW = 2
     DELETE_ROW = 3
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __format__(self, spec: str) -> str:
+        return format(self.name, spec)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,11 @@
 
 A ``tablestore`` connection holds the endpoint in ``host`` (``http://`` or ``https://``; a bare host name gets
 the extra ``protocol``, ``https`` by default) and ``port``, the AccessKey ID in ``login``, the AccessKey secret
-in ``password`` and these extras: ``instance_name`` (required), ``protocol`` (``http`` or ``https``: the URI
-form ``tablestore://AKID:SECRET@127.0.0.1:8080?instance_name=emulator&protocol=http`` cannot put a scheme in
-the host), ``region`` (switches the client to V4 signing), ``sts_token``, ``connect_timeout`` and
-``read_timeout`` (seconds). Problems are reported as
+in ``password`` and these extras: ``instance_name`` (required), ``protocol`` (``http`` or ``https``, the scheme
+of a bare host; the URI form says it in the host instead, ``tablestore://http://AKID:SECRET@127.0.0.1:8080
+?instance_name=emulator``, because Airflow warns about a 4-character extra value when it masks them),
+``region`` (switches the client to V4 signing), ``sts_token``, ``connect_timeout`` and ``read_timeout``
+(seconds). Problems are reported as
 :class:`TablestoreConnectionError` naming the field; secrets never appear in messages or reprs.
 """
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from airflow_tablestore.client.errors import NotFoundError, TablestoreClientError
-from airflow_tablestore.client.model import TunnelDescription, TunnelType
+from airflow_tablestore.client.model import StreamSpec, TunnelDescription, TunnelType
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.hooks import consume_point
 from airflow_tablestore.hooks.base import TablestoreBaseHook
@@ -61,6 +61,17 @@ class TablestoreTunnelHook(TablestoreBaseHook["TunnelClient"]):
                 "name"
             )
         return existing.tunnel.tunnel_id
+
+    def enable_stream(self, table_name: str) -> bool:
+        """Enable ``table_name``'s stream (the service's longest retention, 168 hours) unless it is on; True when
+        this call enabled it."""
+        from airflow_tablestore.client.table.client import TableClient
+
+        tables = TableClient(transport=self.get_conn().transport)  # borrows the tunnel client's connection
+        if tables.describe_table(table_name).stream.enabled:
+            return False
+        tables.update_table(table_name, stream=StreamSpec(enabled=True))
+        return True
 
     def create_tunnel(
         self,

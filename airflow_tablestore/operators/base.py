@@ -81,11 +81,13 @@ class TablestoreHookMixin(Generic[HookT]):
         return self.make_hook()
 
     def close_hooks(self) -> None:
-        """Close the clients of the hooks this task cached (``hook``, ``source_hook``, ...); a hook used again
-        builds a new client (OpenLineage methods run after ``execute`` and read the connection only)."""
-        for value in list(vars(self).values()):
+        """Close the clients of the hooks this task cached (``hook``, ``source_hook``, ...) and forget them: a hook
+        used again is built anew from the connection ids as they are then (OpenLineage methods run after
+        ``execute``; ``dag.test()`` runs the same task object again, with other rendered connection ids)."""
+        for name, value in list(vars(self).items()):
             if isinstance(value, TablestoreBaseHook):
                 value.close()
+                del self.__dict__[name]
 
 
 class TablestoreBaseOperator(BaseOperator, TablestoreHookMixin[HookT]):

@@ -18,8 +18,8 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_tablestore.client.epoch import ns_to_iso, parse_epoch_ns
-from airflow_tablestore.client.errors import NotFoundError, TablestoreClientError, TunnelExpiredError
+from airflow_tablestore.client.epoch import ns_to_iso, parse_time_argument
+from airflow_tablestore.client.errors import NotFoundError, TunnelExpiredError
 from airflow_tablestore.client.model import Record
 from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
 from airflow_tablestore.client.tunnel.cutoff import consumed_through
@@ -124,11 +124,7 @@ class TablestoreTunnelConsumeOperator(TablestoreBaseOperator[TablestoreTunnelHoo
     def _cutoff_ns(self) -> int | None:
         if self.cutoff in (None, ""):
             return None
-        try:
-            return parse_epoch_ns(self.cutoff)
-        except TablestoreClientError as err:
-            raise ValueError(f"cutoff {self.cutoff!r} is neither an ISO-8601 time nor epoch seconds/ms/us/ns: "
-                             f"{err.message}") from None
+        return parse_time_argument("cutoff", self.cutoff)
 
     def _consume(self, function: ApplyFunction, tunnel_id: str, cutoff_ns: int | None) -> dict[str, Any]:
         client = self.hook.get_conn()

@@ -8,8 +8,8 @@ from typing import Any
 
 from airflow.sdk import Context
 
-from airflow_tablestore.client.epoch import parse_epoch_ns
-from airflow_tablestore.client.errors import AlreadyExistsError, TablestoreClientError
+from airflow_tablestore.client.epoch import parse_time_argument
+from airflow_tablestore.client.errors import AlreadyExistsError
 from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.hooks.arguments import check_non_empty, check_table_name
 from airflow_tablestore.hooks.failures import fail_fast
@@ -21,11 +21,7 @@ from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore
 def _time_ns(argument: str, value: datetime | str | int | None) -> int | None:
     if value in (None, ""):
         return None
-    try:
-        return parse_epoch_ns(value)
-    except TablestoreClientError as err:  # a malformed argument: no retry can fix it
-        raise ValueError(f"{argument} {value!r} is neither an ISO-8601 time nor epoch seconds/ms/us/ns: "
-                         f"{err.message}") from None
+    return parse_time_argument(argument, value)
 
 
 class TablestoreCreateTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook]):
@@ -40,6 +36,9 @@ class TablestoreCreateTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
     :param stream_start: start of the stream part (datetime, ISO-8601 string or epoch number); default:
         now (the service's "latest").
     :param stream_end: end of the stream part (a Stream tunnel with an end is a backfill tunnel).
+    :param enable_stream: enable the table's stream first if it is off (a Stream or BaseAndStream tunnel reads
+        it). Off by default, because it changes the source table; without it, such a table fails the task at
+        once with ``StreamNotEnabledError`` naming this option and the client call. Idempotent.
     :param tablestore_conn_id: Airflow connection id.
     :param region: overrides the connection's region.
     :return: (XCom) the tunnel id.
@@ -58,11 +57,15 @@ class TablestoreCreateTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
         tunnel_type: TunnelType | str = TunnelType.BASE_AND_STREAM,
         stream_start: datetime | str | int | None = None,
         stream_end: datetime | str | int | None = None,
+        enable_stream: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if not isinstance(enable_stream, bool):
+            raise ValueError(f"enable_stream must be True or False, got {enable_stream!r}")
         self.table_name = table_name
         self.tunnel_name = tunnel_name
+        self.enable_stream = enable_stream
         # A templated field: keep the plain value ("BaseAndStream"), not the enum, so the rendered field and
         # the serialized DAG hold a plain string whatever the enum's str() is.
         self.tunnel_type = tunnel_type.value if isinstance(tunnel_type, TunnelType) else tunnel_type
@@ -82,6 +85,8 @@ class TablestoreCreateTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
         if tunnel_id is not None:
             self.log.info("Tunnel %r on %r already exists: %s", self.tunnel_name, self.table_name, tunnel_id)
             return tunnel_id
+        if self.enable_stream and wanted != TunnelType.BASE_DATA and self.hook.enable_stream(self.table_name):
+            self.log.info("Enabled the stream of %r (enable_stream=True)", self.table_name)
         try:
             tunnel_id = self.hook.create_tunnel(
                 self.table_name, self.tunnel_name, wanted, stream_start=start, stream_end=end

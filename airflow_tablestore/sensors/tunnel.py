@@ -9,8 +9,8 @@ from typing import Any
 from airflow.sdk import Context, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_tablestore.client.epoch import parse_epoch_ns
-from airflow_tablestore.client.errors import NotFoundError, TablestoreClientError, TunnelExpiredError
+from airflow_tablestore.client.epoch import parse_epoch_ns, parse_time_argument
+from airflow_tablestore.client.errors import NotFoundError, TunnelExpiredError
 from airflow_tablestore.hooks.arguments import check_non_empty, check_positive, check_table_name
 from airflow_tablestore.hooks.consume_point import ConsumePointCheck, tunnel_problem_message
 from airflow_tablestore.hooks.failures import fail_fast
@@ -72,12 +72,8 @@ class TablestoreTunnelConsumePointSensor(TablestoreBaseSensor[TablestoreTunnelHo
     def resolve_cutoff_ns(self, context: Context) -> int:
         """The cutoff in ns: ``cutoff``, else ``data_interval_end``, else ``dag_run.run_after``, else now."""
         if self.cutoff not in (None, ""):
-            try:
-                return parse_epoch_ns(self.cutoff)
-            except TablestoreClientError as err:  # a malformed argument: no retry can fix it
-                raise AirflowFailException(
-                    f"cutoff {self.cutoff!r} is neither an ISO-8601 time (2026-11-25T10:00:00Z) nor epoch "
-                    f"seconds/ms/us/ns: {err.message}") from None
+            with fail_fast():  # a malformed argument: no retry can fix it
+                return parse_time_argument("cutoff", self.cutoff)
         interval_end = context.get("data_interval_end")
         if interval_end is not None:
             return parse_epoch_ns(interval_end)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 
 from airflow_tablestore.client.credentials import SINK_PREFIX
-from airflow_tablestore.client.epoch import to_ns
+from airflow_tablestore.client.epoch import EPOCH, TimeArgumentError, parse_time_argument, to_ns
 from airflow_tablestore.client.replica import FENCE_COLUMN
 
 PHASES = ("full", "incremental")
@@ -55,17 +55,12 @@ class JobOptions:
 
 
 def parse_cutoff(text: str) -> datetime:
-    """Parse an ISO 8601 timestamp; naive values are UTC. Also accepts a trailing ``Z``."""
-    value = text.strip()
-    if value.endswith(("Z", "z")):
-        value = value[:-1] + "+00:00"
+    """The cutoff as an aware UTC datetime: an ISO-8601 time (naive = UTC, a trailing ``Z`` too) or an epoch
+    number; an :class:`OptionsError` in the form of every time argument's error otherwise."""
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise OptionsError(f"--cutoff {text!r} is not an ISO 8601 timestamp") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+        return EPOCH + timedelta(microseconds=parse_time_argument("--cutoff", text) // 1_000)
+    except TimeArgumentError as err:
+        raise OptionsError(str(err)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -99,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--table", required=True, help="source table of the tunnel")
     p.add_argument("--tunnel", required=True, help="tunnel name")
     p.add_argument("--phase", required=True, choices=PHASES)
-    p.add_argument("--cutoff", help="ISO 8601 end of the incremental window (required for --phase incremental)")
+    p.add_argument("--cutoff", help="end of the incremental window, an ISO-8601 time or an epoch number (required "
+                   "for --phase incremental)")
     p.add_argument("--sink", required=True, choices=SINKS)
     p.add_argument("--sink-table", help="destination table (--sink tablestore)")
     p.add_argument("--sink-path", help="change-log directory or URI (--sink parquet)")

@@ -126,6 +126,9 @@ def test_missing_table_everywhere(table_client: TableClient) -> None:
         with pytest.raises(NotFoundError) as info:
             call()
         _assert_service_error(info.value, "OTSObjectNotExist", 404)
+        # the service does not name the table; the error does, on its first line (a job may read several)
+        assert str(info.value).startswith(f"OTSObjectNotExist: Requested table does not exist: {missing!r}")
+        assert info.value.request_id and pickle.loads(pickle.dumps(info.value)).message == info.value.message
 
 
 def test_create_existing_table(table_client: TableClient, table: str) -> None:
@@ -228,6 +231,9 @@ def test_batch_write_surfaces_a_failing_row(table_client: TableClient, table: st
         table_client.write_rows(writes)
     assert [f.index for f in info.value.failures] == [1]
     assert info.value.written == 2
+    # a row the service refuses for good is not retried, and the message does not say it was
+    assert info.value.failures[0].attempts == 1
+    assert str(info.value).startswith("OTSBatchWritePartialFailure: 1 of 3 row(s) failed (OTSInvalidPK); 2 written.")
 
 
 def test_write_rows_request_failure_lists_every_row(table_client: TableClient) -> None:
@@ -310,6 +316,8 @@ def test_write_rows_retries_only_failed_retryable_rows(scripted: Any) -> None:
     assert [f.index for f in info.value.failures] == [3]
     assert getattr(info.value.failures[0].error, "code", None) == "OTSServerBusy"
     assert info.value.written == 3
+    assert info.value.failures[0].attempts == 3
+    assert "1 of 4 row(s) failed (OTSServerBusy, 1 of them after retries)" in str(info.value)
 
 
 def test_batch_write_error_pickles_with_its_counts() -> None:

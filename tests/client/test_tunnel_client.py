@@ -13,8 +13,10 @@ import pytest
 from airflow_tablestore.client.epoch import to_ns
 from airflow_tablestore.client.errors import (
     AlreadyExistsError,
+    InvalidParameterError,
     ResourceGoneError,
     SequenceNumberMismatchError,
+    StreamNotEnabledError,
     TablestoreClientError,
     TunnelNotFoundError,
 )
@@ -228,6 +230,27 @@ def test_errors_for_unknown_tunnel_and_client(
         tablestore_tunnel_client.delete_tunnel(table, "nope")
 
 
+def test_a_tunnel_on_a_table_without_a_stream_names_the_fix(
+    tablestore_tunnel_client: TunnelClient, tablestore_client: Any
+) -> None:
+    name = f"tc{next(_ids)}"
+    tablestore_client.create_table(TableSchema(name, (PrimaryKeyColumn("id", PrimaryKeyType.INTEGER),)))
+    for kind in (TunnelType.BASE_AND_STREAM, TunnelType.STREAM):
+        with pytest.raises(StreamNotEnabledError) as err:
+            tablestore_tunnel_client.create_tunnel(name, "copy", kind)
+        first = str(err.value).splitlines()[0]
+        assert first.startswith(f"OTSParameterInvalid: table {name!r} has no stream, and a {kind.value} tunnel")
+        assert f"TableClient.update_table({name!r}, stream=StreamSpec(enabled=True))" in first
+        assert "TablestoreCreateTunnelOperator(..., enable_stream=True)" in first
+        assert err.value.request_id  # the service's answer, kept
+    assert tablestore_tunnel_client.create_tunnel(name, "base", TunnelType.BASE_DATA)  # base data needs no stream
+    tablestore_client.update_table(name, stream=StreamSpec(enabled=True))  # the one step the message names
+    assert tablestore_tunnel_client.create_tunnel(name, "copy", TunnelType.BASE_AND_STREAM)
+    with pytest.raises(InvalidParameterError, match="'no_such_table'") as missing:  # not a stream problem
+        tablestore_tunnel_client.create_tunnel("no_such_table", "copy")
+    assert not isinstance(missing.value, StreamNotEnabledError)
+
+
 def test_helpers_and_constructor_validation() -> None:
     assert to_ns(datetime(2024, 1, 1, tzinfo=UTC)) == 1_704_067_200_000_000_000
     assert to_ns(datetime(2024, 1, 1)) == 1_704_067_200_000_000_000  # naive = UTC
@@ -269,6 +292,9 @@ def test_decode_records_maps_actions_sequence_and_origin_columns() -> None:
     assert upd.columns == update.columns
     assert upd.origin_columns == origin.columns
     assert dele.action is ActionType.DELETE_ROW and dele.columns == () and dele.origin_columns is None
+    # readable where a user prints it; the number stays the wire's
+    assert (str(upd.action), f"{dele.action}", f"{dele.action:>12}") == ("UPDATE_ROW", "DELETE_ROW", "  DELETE_ROW")
+    assert upd.action == 2 and int(dele.action) == 3
     assert decode_record_message(msgs[1]) == dele
     bad = ots_tunnel_pb2.Record(action_type=ots_tunnel_pb2.PUT_ROW, record=b"\x75\x00\x00\x00\x01")
     with pytest.raises(TablestoreClientError):

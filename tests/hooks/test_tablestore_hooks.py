@@ -178,6 +178,49 @@ def test_async_config_path(monkeypatch: pytest.MonkeyPatch) -> None:
     assert redact("async-secret-123456") == "***"
 
 
+DOC_FORMS = {  # docs/airflow.md's connection forms, with values in the place of its "..."
+    "uri": "tablestore://http://LTAIdoc:{secret}@127.0.0.1:8800?instance_name=emulator&sts_token={token}",
+    "json": json.dumps({"conn_type": "tablestore", "host": "https://myinst.cn-hangzhou.ots.aliyuncs.com",
+                        "login": "LTAIdoc", "password": "{secret}",
+                        "extra": {"instance_name": "myinst", "region": "cn-hangzhou", "sts_token": "{token}",
+                                  "connect_timeout": 5, "read_timeout": 30}}),
+}
+
+
+@pytest.mark.parametrize("form", sorted(DOC_FORMS))
+def test_no_masking_warning_with_a_documented_connection_form(form: str, monkeypatch: pytest.MonkeyPatch,
+                                                              caplog: pytest.LogCaptureFixture,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Airflow registers every extra value of a connection it fetches with its log masker, and warns once per
+    process ``Skipping masking for a secret as it's too short (<5 chars)`` for a short one (``protocol=http``):
+    the documented forms have none (the URI form says http in its host), and the secrets are still masked."""
+    from airflow.sdk._shared.secrets_masker.secrets_masker import SecretsMasker
+
+    secret, token = "doc-form-secret-3141", "doc-form-sts-2718"
+
+    def warned_reading(value: str) -> bool:
+        monkeypatch.setattr(SecretsMasker, "_has_warned_short_secret", False)  # Airflow warns once per process
+        monkeypatch.setenv("AIRFLOW_CONN_TS_FORM", value)
+        capsys.readouterr()
+        caplog.clear()
+        config = TablestoreHook("ts_form").get_config()
+        assert (config.access_key_secret, config.sts_token) == (secret, token)
+        assert config.endpoint in ("http://127.0.0.1:8800", "https://myinst.cn-hangzhou.ots.aliyuncs.com")
+        output = capsys.readouterr()
+        return "too short" in caplog.text + output.out + output.err
+
+    value = DOC_FORMS[form].replace("{secret}", secret).replace("{token}", token)
+    assert not warned_reading(value)
+    assert redact(f"{secret} {token}") == "*** ***"
+    # the check can fail: a 4-character extra value (the protocol extra's "http", an instance "inst") makes
+    # Airflow warn
+    if form == "uri":
+        short = value.replace("tablestore://http://", "tablestore://") + "&protocol=http"
+    else:
+        short = json.dumps(json.loads(value) | {"extra": {**json.loads(value)["extra"], "instance_name": "inst"}})
+    assert warned_reading(short)
+
+
 # -- against the emulator ---------------------------------------------------------------------------
 
 
@@ -197,14 +240,18 @@ def test_test_connection_ok_and_failure(tablestore_airflow_conn: str, tablestore
     assert "wrong-secret-value-123" not in message
 
 
-def test_uri_connection_with_protocol_http_reaches_the_emulator(tablestore_emulator: Any,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("scheme", ["in the host", "protocol extra"])
+def test_uri_connection_with_http_reaches_the_emulator(scheme: str, tablestore_emulator: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from urllib.parse import quote, urlsplit
 
     where = urlsplit(tablestore_emulator.endpoint)
-    uri = (f"tablestore://{quote(tablestore_emulator.access_key_id, safe='')}:"
-           f"{quote(tablestore_emulator.access_key_secret, safe='')}@{where.hostname}:{where.port}"
-           f"?instance_name={tablestore_emulator.instance}&protocol=http")
+    credentials = (f"{quote(tablestore_emulator.access_key_id, safe='')}:"
+                   f"{quote(tablestore_emulator.access_key_secret, safe='')}")
+    uri = (f"tablestore://http://{credentials}@{where.hostname}:{where.port}"
+           f"?instance_name={tablestore_emulator.instance}")
+    if scheme == "protocol extra":
+        uri = uri.replace("tablestore://http://", "tablestore://") + "&protocol=http"
     monkeypatch.setenv("AIRFLOW_CONN_TS_URI", uri)
     hook = TablestoreHook("ts_uri")
     assert hook.get_config().endpoint == tablestore_emulator.endpoint

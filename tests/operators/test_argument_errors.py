@@ -120,7 +120,7 @@ EMPTY_TABLE = ("table_name", "", "run", ["table_name", NAME_RULE])
 BAD_TABLE = ("table_name", "1st-table", "run", ["table_name", "'1st-table'", NAME_RULE])
 NOT_A_TABLE = ("table_name", 42, "run", ["table_name", "42", NAME_RULE])
 EMPTY_TUNNEL = ("tunnel_name", "", "run", ["tunnel_name", "non-empty"])
-CUTOFF = ("cutoff", "25/11/2026 10:00", "run", ["cutoff", "'25/11/2026 10:00'", "ISO-8601"])
+CUTOFF = ("cutoff", "25/11/2026 10:00", "run", ["cutoff '25/11/2026 10:00' is not a time: give an ISO-8601 time"])
 
 CASES: list[Case] = [
     *_cases(
@@ -155,6 +155,7 @@ CASES: list[Case] = [
         ("tunnel_type", "{{ params.type }}", "run", ["tunnel_type", "'basedata'", BASE_AND_STREAM], "rendered"),
         ("stream_start", "yesterday", "run", ["stream_start", "'yesterday'", "ISO-8601"]),
         ("stream_end", "tomorrow", "run", ["stream_end", "'tomorrow'", "ISO-8601"]),
+        ("enable_stream", "yes", "parse", ["enable_stream", "True or False"]),
     ),
     *_cases(TablestoreDeleteTunnelOperator, CONNECTION, EMPTY_TABLE, BAD_TABLE, EMPTY_TUNNEL),
     *_cases(
@@ -227,7 +228,7 @@ CASES: list[Case] = [
         ("application_args", _consumer_args(partition_by="week"), "run",
          ["--partition-by", "'week'", "'none', 'hour', 'day'"]),
         ("application_args", _consumer_args(phase="incremental", cutoff="25/11/2026"), "run",
-         ["--cutoff", "'25/11/2026'", "ISO 8601"]),
+         ["--cutoff", "'25/11/2026'", "is not a time", "ISO-8601", "epoch"]),
         ("application_args", _consumer_args(phase="incremental"), "run", ["--phase incremental needs --cutoff"]),
         ("application_args", [*_consumer_args(), "--help"], "run", ["-h/--help", "usage"]),
     ),
@@ -352,6 +353,24 @@ def _render(value: Any) -> Any:
     if isinstance(value, list):
         return [_render(item) for item in value]
     return value
+
+
+def test_every_cutoff_error_has_one_form(connections: None) -> None:
+    """The consume operator, the sensor and the Spark consumer word a malformed cutoff the same way."""
+    from airflow_tablestore.spark.options import OptionsError, parse_cutoff
+
+    bad = "25/11/2026 10:00"
+    messages = []
+    for task in (TablestoreTunnelConsumeOperator, TablestoreTunnelConsumePointSensor):
+        with pytest.raises(AirflowFailException) as failed:
+            task(task_id=unique("cutoff"), **(_valid(task) | {"cutoff": bad})).execute(_context())
+        messages.append(str(failed.value))
+    with pytest.raises(OptionsError) as refused:
+        parse_cutoff(bad)
+    messages.append(str(refused.value).replace("--cutoff", "cutoff") + " (not retried: retrying cannot fix this)")
+    assert len(set(messages)) == 1, messages
+    assert messages[0].startswith(f"cutoff {bad!r} is not a time: give an ISO-8601 time (2026-11-25T10:00:00Z) or "
+                                  "epoch seconds/ms/us/ns")
 
 
 # -- end to end: Airflow's retry machinery gives such a task one try ------------------------------------

@@ -103,7 +103,7 @@ def test_bad_bounds_fail_when_the_dag_is_parsed(kwargs: dict[str, Any], message:
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"cutoff": "25/11/2026 10:00"}, "neither an ISO-8601 time"),
+    ({"cutoff": "25/11/2026 10:00"}, "is not a time: give an ISO-8601 time"),
     ({"apply_function": "no_module_here.fn"}, "cannot be imported"),
     ({"apply_function": "plain"}, "neither a callable nor a dotted path"),
 ])

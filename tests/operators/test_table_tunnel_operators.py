@@ -129,9 +129,9 @@ def test_replica_copies_schema_options_not_the_stream_and_raises_time_deviation(
     assert op.execute(CTX)["created"] is False  # ... and the replica still fits
     tablestore_client.update_table(target, stream=StreamSpec(enabled=True))  # a stream on the replica is the user's
     assert op.execute(CTX)["created"] is False
-    # execute closed the clients of both cached hooks (the source's is on another connection)
+    # execute closed the clients of both cached hooks (the source's is on another connection) and forgot them
+    assert "hook" not in vars(op) and "source_hook" not in vars(op)
     assert op.source_hook is not op.hook
-    assert op.hook._client is None and op.source_hook._client is None
 
     with pytest.raises(AirflowFailException, match="does not exist"):
         TablestoreCreateTableOperator(task_id="r2", table_name=unique("replica"),
@@ -212,6 +212,25 @@ def test_create_tunnel_on_missing_table_fails(tablestore_airflow_conn: str) -> N
     with pytest.raises(AirflowFailException) as info:  # a missing table is final: no retries
         _tunnel_op(unique("missing"), "t", tablestore_airflow_conn).execute(CTX)
     assert isinstance(info.value.__cause__, TablestoreServiceError)
+
+
+def test_create_tunnel_on_a_table_without_a_stream(tablestore_airflow_conn: str, tablestore_client: Any) -> None:
+    from airflow_tablestore.client.errors import StreamNotEnabledError
+
+    table = unique("nostream")
+    tablestore_client.create_table(simple_schema(table, stream=False))
+    with pytest.raises(AirflowFailException) as info:  # one clear step, no retries
+        _tunnel_op(table, "copy", tablestore_airflow_conn).execute(CTX)
+    assert isinstance(info.value.__cause__, StreamNotEnabledError)
+    assert "enable_stream=True" in str(info.value) and "update_table" in str(info.value)
+    assert not tablestore_client.describe_table(table).stream.enabled  # the source is left alone by default
+
+    enabling = _tunnel_op(table, "copy", tablestore_airflow_conn, enable_stream=True)
+    tunnel_id = enabling.execute(CTX)
+    assert tablestore_client.describe_table(table).stream.enabled
+    assert enabling.execute(CTX) == tunnel_id  # idempotent: the stream is on, the tunnel exists
+    with pytest.raises(ValueError, match="enable_stream must be True or False"):
+        _tunnel_op(table, "copy", tablestore_airflow_conn, enable_stream="yes")
 
 
 def test_wrong_secret_fails_at_once_but_transient_errors_stay_retryable(
@@ -302,4 +321,18 @@ def test_execute_closes_the_cached_hooks_client_however_it_ends(tablestore_airfl
                                             tunnel_name="t", tablestore_conn_id=tablestore_airflow_conn)
     with pytest.raises(AirflowFailException):
         create.execute(CTX)
-    assert "hook" in vars(create) and create.hook._client is None
+    assert "hook" not in vars(create)  # closed and forgotten after a failure too
+
+
+def test_a_task_run_again_uses_its_connection_ids_as_rendered_then(tablestore_airflow_conn: str,
+                                                                   stream_table: str) -> None:
+    """``dag.test()`` runs the same task object again: a connection id rendered differently the next time is
+    the one used (the hooks of the previous run are not kept)."""
+    delete = TablestoreDeleteTunnelOperator(task_id=unique("delete"), table_name=stream_table,
+                                            tunnel_name=unique("absent"), tablestore_conn_id=tablestore_airflow_conn)
+    assert delete.execute(CTX) is False
+    delete.tablestore_conn_id = "no_such_connection"
+    with pytest.raises(AirflowFailException, match="'no_such_connection' is not defined"):
+        delete.execute(CTX)
+    delete.tablestore_conn_id = tablestore_airflow_conn
+    assert delete.execute(CTX) is False

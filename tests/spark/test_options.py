@@ -66,7 +66,7 @@ def test_parse_cutoff(text: str, expected: datetime) -> None:
 
 
 def test_parse_cutoff_rejects_garbage() -> None:
-    with pytest.raises(OptionsError, match="ISO 8601"):
+    with pytest.raises(OptionsError, match="is not a time: give an ISO-8601 time"):
         parse_cutoff("yesterday")
 
 

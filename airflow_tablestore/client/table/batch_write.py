@@ -199,8 +199,10 @@ def write_rows(
         codes = sorted(
             {result.error.code for result in failures if isinstance(result.error, TablestoreError)}
         )
+        retried = sum(1 for result in failures if result.attempts > 1)
+        after = f", {retried} of them after retries" if retried else ""  # said only where a retry happened
         error = BatchWriteError(
-            f"{len(failures)} of {seen} row(s) failed after retries ({', '.join(codes) or 'errors'}); "
+            f"{len(failures)} of {seen} row(s) failed ({', '.join(codes) or 'errors'}{after}); "
             f"{written} written. See .failures for every failed row",
             failures,
             written=written,
@@ -229,7 +231,7 @@ def _write_batch_with_retries(
             repeatable = all(batch[i][3] for i in pending)
             results = _batch_write(transport, rows, idempotent=repeatable)
         except TablestoreError as exc:
-            aborted = [RowWriteResult(batch[i][1], batch[i][0], False, error=exc) for i in pending]
+            aborted = [RowWriteResult(batch[i][1], batch[i][0], False, error=exc, attempts=attempt) for i in pending]
             failures.extend(final.values())
             raise _BatchAborted(exc, aborted, written, batch[-1][0]) from exc
         retry_next: list[int] = []
@@ -247,7 +249,7 @@ def _write_batch_with_retries(
                 retry_next.append(local)
                 retry_error = retry_error or error  # type: ignore[assignment]
             else:
-                final[local] = RowWriteResult(result.write, batch[local][0], False, error=error)
+                final[local] = RowWriteResult(result.write, batch[local][0], False, error=error, attempts=attempt)
         if retry_next:
             wait = policy.delay(attempt, retry_error)
             log.warning(

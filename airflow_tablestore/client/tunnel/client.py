@@ -19,7 +19,12 @@ from typing import Any, NamedTuple
 
 from airflow_tablestore.client import epoch
 from airflow_tablestore.client.base_client import BaseClient
-from airflow_tablestore.client.errors import TablestoreClientError
+from airflow_tablestore.client.errors import (
+    InvalidParameterError,
+    StreamNotEnabledError,
+    TablestoreClientError,
+    TablestoreError,
+)
 from airflow_tablestore.client.model import (
     ChannelInfo,
     ChannelStatus,
@@ -29,6 +34,7 @@ from airflow_tablestore.client.model import (
     TunnelType,
 )
 from airflow_tablestore.client.records import EncodedRecords, decode_records, split_read_records
+from airflow_tablestore.client.table.ddl import TableDdl
 from airflow_tablestore.client.transport import RawResponse
 from airflow_tablestore.client.tunnel.reads import FINISHED, EncodedReadResult, ReadResult
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
@@ -132,7 +138,9 @@ class TunnelClient(BaseClient):
     ) -> str:
         """Create a tunnel and return its id. ``stream_start``/``stream_end`` bound the stream part
         (a Stream tunnel with an end is a backfill tunnel); ``earliest`` starts from the oldest retained log.
-        Raises :class:`AlreadyExistsError` when the name is taken for the table."""
+        Raises :class:`AlreadyExistsError` when the name is taken for the table, and
+        :class:`StreamNotEnabledError` (naming the call that enables it) when a Stream or BaseAndStream tunnel
+        is asked for on a table whose stream is off."""
         tunnel_type = TunnelType(tunnel_type)
         start_ns, end_ns = epoch.to_ns(stream_start), epoch.to_ns(stream_end)
         if start_ns and earliest:
@@ -151,8 +159,26 @@ class TunnelClient(BaseClient):
                 cfg.flag = tunnel_pb2.EARLIEST if earliest else tunnel_pb2.LATEST
             if end_ns:
                 cfg.endOffset = end_ns
-        resp = self._call("create", req, tunnel_pb2.CreateTunnelResponse, idempotent=False)
+        try:
+            resp = self._call("create", req, tunnel_pb2.CreateTunnelResponse, idempotent=False)
+        except InvalidParameterError as exc:
+            if tunnel_type != TunnelType.BASE_DATA and self._stream_off(table):
+                raise StreamNotEnabledError(
+                    exc.code,
+                    f"table {table!r} has no stream, and a {tunnel_type.value} tunnel reads it: enable it with "
+                    f"TableClient.update_table({table!r}, stream=StreamSpec(enabled=True)) (or create the table "
+                    "with stream=StreamSpec(enabled=True)); in a DAG, TablestoreCreateTunnelOperator(..., "
+                    f"enable_stream=True) does it. The service said: {exc.message}",
+                    exc.http_status, exc.request_id) from None
+            raise
         return str(resp.tunnel_id)
+
+    def _stream_off(self, table: str) -> bool:
+        """Whether ``table`` exists with its stream off (DescribeTable; False when that cannot be told)."""
+        try:
+            return not TableDdl(self._transport).describe_table(table).stream.enabled
+        except TablestoreError:
+            return False
 
     def list_tunnels(self, table: str | None = None) -> list[TunnelInfo]:
         """Tunnels of ``table``, or of the whole instance when ``table`` is None."""

@@ -26,6 +26,7 @@ data sources.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -261,9 +262,12 @@ def batch_writes(plan: WritePlan, batch: Any) -> tuple[list[RowWrite], list[tupl
     return writes, invalid
 
 
-def failure_message(table: str, failed: int, attempted: int, example_key: Any, reason: str) -> str:
-    """The one line a failed write task ends with: how many rows failed and one example."""
-    return (f"{failed} of {attempted} row(s) could not be written to table {table!r} after retries; e.g. the "
+def failure_message(table: str, failed: int, attempted: int, example_key: Any, reason: str,
+                    retried: bool = False) -> str:
+    """The one line a failed write task ends with: how many rows failed and one example (``retried``: some were
+    sent more than once before they failed)."""
+    after = " after retries" if retried else ""
+    return (f"{failed} of {attempted} row(s) could not be written to table {table!r}{after}; e.g. the "
             f"row {key_text(example_key, _EXAMPLE_LIMIT)}: {reason[:_EXAMPLE_LIMIT]}")
 
 
@@ -290,6 +294,7 @@ class TablestoreWriter(DataSourceArrowWriter):
         plan, options = self.plan, self.options
         message = TablestoreCommitMessage()
         failed = 0
+        retried = False
         example: tuple[Any, str] | None = None
         client = options.settings.table_client()
         try:
@@ -308,23 +313,26 @@ class TablestoreWriter(DataSourceArrowWriter):
                     rows = _failed_rows(exc, bool(plan.fence_by))
                     message.refused += len(exc.failures) - len(rows)
                     failed += len(rows) + exc.not_attempted
+                    retried = retried or any(row.attempts > 1 for row in rows)
                     if rows and example is None:
                         error = rows[0].error
                         example = (rows[0].write.primary_key, f"{type(error).__name__}: {error}")
                     if exc.not_attempted:  # a whole request failed: the rest of the task would fail the same way
-                        raise WriteFailedError(failure_message(
-                            plan.table, failed, message.rows, *(example or ((), str(exc))))) from None
+                        key, reason = example or ((), str(exc))
+                        raise WriteFailedError(failure_message(plan.table, failed, message.rows, key, reason,
+                                                               retried=retried)) from None
         finally:
             client.close()
         if failed:
-            raise WriteFailedError(failure_message(plan.table, failed, message.rows, *(example or ((), "unknown"))))
+            key, reason = example or ((), "unknown")
+            raise WriteFailedError(failure_message(plan.table, failed, message.rows, key, reason, retried=retried))
         return message
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         done = [m for m in messages if isinstance(m, TablestoreCommitMessage)]
         rows, refused = sum(m.rows for m in done), sum(m.refused for m in done)
-        log.info("wrote %d row(s) to table %r in %d task(s)%s", rows, self.options.table, len(done),
-                 f", {refused} refused by the fence (the table held them or newer)" if self.plan.fence_by else "")
+        fence = f", {refused} refused by the fence (the table held them or newer)" if self.plan.fence_by else ""
+        driver_line(f"wrote {rows} row(s) to table {self.options.table!r} in {len(done)} task(s){fence}")
         if self.plan.fence_by and rows and refused == rows:
             log.warning("the fence refused every one of the %d row(s) written to table %r: if its stored %r values "
                         "are of another type than the DataFrame's, every write is refused", rows, self.options.table,
@@ -336,6 +344,13 @@ class TablestoreWriter(DataSourceArrowWriter):
                     "has no multi-row transactions): writing the DataFrame again re-sends them, which leaves the "
                     "same values, but adds versions with row_change=update on a multi-version table (fence_by "
                     "refuses the re-sent rows)", self.options.table, len(done), sum(m.rows for m in done))
+
+
+def driver_line(text: str) -> None:
+    """One line for the driver's log, from :meth:`TablestoreWriter.commit`. Spark runs ``commit`` in a Python
+    worker it starts on the driver, with the tasks' commit messages: that process's stderr is the driver's, but its
+    logging is not configured (an INFO record would be dropped), so the line is written to stderr."""
+    print(f"INFO tablestore: {text}", file=sys.stderr, flush=True)
 
 
 def _describe_table(options: SourceOptions) -> TableSchema:

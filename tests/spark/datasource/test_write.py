@@ -320,5 +320,45 @@ def test_rows_that_fail_for_good_fail_the_job_with_a_count_and_an_example(
     with pytest.raises(Exception) as info:
         _write(spark, tablestore_emulator, frame, table)
     text = str(info.value)
-    assert "3 of 4 row(s) could not be written to table 'write_fail' after retries; e.g. the row (k=" in text
+    # rows the service refused (a key too long, a null key) fail at once: no retry, and the message does not claim one
+    assert "3 of 4 row(s) could not be written to table 'write_fail'; e.g. the row (k=" in text
     assert [r.primary_key for r in _rows(client, table)] == [(("k", "ok"),)]  # the good row is written
+
+
+FENCED_JOB = """
+import os, sys
+from pyspark.sql import SparkSession
+
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+frame = spark.createDataFrame([(1, "a", 5), (2, "b", 5)], "id long, s string, version long")
+for _ in range(2):  # the second write is refused by the fence row by row
+    frame.write.format("tablestore").options(**CONNECTION, table=TABLE, fence_by="version").mode("append").save()
+spark.stop()
+"""
+
+
+def test_the_fence_count_reaches_the_driver_log(tablestore_emulator: EmulatorProcess, client: TableClient,
+                                                tmp_path: Any) -> None:
+    """The count of writes the fence refused is logged where the driver's output is (a job run as
+    ``python job.py`` or by spark-submit, whose output is the Airflow task's log), not in a worker's log."""
+    import os
+    import subprocess
+    import sys
+
+    table = _table(client, "write_fence_log")
+    connection = {"endpoint": tablestore_emulator.endpoint, "instance": tablestore_emulator.instance,
+                  "access_key_id": tablestore_emulator.access_key_id,
+                  "access_key_secret": tablestore_emulator.access_key_secret}
+    job = tmp_path / "job.py"
+    job.write_text(f"CONNECTION = {connection!r}\nTABLE = {table!r}\n" + FENCED_JOB)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    result = subprocess.run([sys.executable, str(job)], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if "INFO tablestore: wrote" in line]
+    assert [line.split("INFO tablestore: ", 1)[1] for line in lines] == [
+        f"wrote 2 row(s) to table {table!r} in 1 task(s), {refused} refused by the fence (the table held them or "
+        "newer)" for refused in (0, 2)]
