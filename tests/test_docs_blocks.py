@@ -97,9 +97,10 @@ JOB_CORES = {
 }
 
 NOT_RUN = {
-    ("README.md", "from airflow_tablestore.client import TableClient, TunnelClient"):
+    ("README.md", "from airflow_tablestore.client import ("):
         "TunnelWorker(...).run() runs until stopped (the worker: tests/client/tunnel/)",
-    ("docs/tunnel-worker.md", "from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig"):
+    ("docs/tunnel-worker.md", "from airflow_tablestore.client import CallbackProcessor, TunnelWorker, "
+                              "TunnelWorkerConfig"):
         "worker.run() runs until stopped (tests/client/tunnel/)",
     ("docs/stream-worker.md", "from airflow_tablestore.client.stream.config import StreamWorkerConfig"):
         "a sketch with '...' between start() and shutdown() (the worker: tests/client/stream/)",
