@@ -19,6 +19,7 @@ checked against what the step before them printed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -43,6 +44,14 @@ PORTS = ("8800", "8080")  # the emulator's and the api-server's, as the page wri
 STEP_TIMEOUT = 1200.0
 READY_TIMEOUT = 300.0
 _SHELL_VARIABLES = ("_", "SHLVL", "OLDPWD", "PWD")  # bash's own, not the user's environment
+
+
+@functools.cache
+def _bash_variables() -> tuple[str, ...]:
+    """The variables bash itself defines (what a new terminal has before the user sets any)."""
+    names = subprocess.run(["bash", "--norc", "--noprofile", "-c", "compgen -v"], env={}, capture_output=True,
+                           text=True, check=True).stdout.split()
+    return tuple(sorted({*names, *_SHELL_VARIABLES, "BASH_REMATCH", "PIPESTATUS", "COLUMNS", "LINES"}))
 
 
 def _free_port() -> int:
@@ -119,9 +128,14 @@ class Journey:
     def _run(self, step: Step) -> None:
         state = self.root / "shell-state"
         script = self.root / "step.sh"
-        # bash -e as a careful user types it: the first failing command stops the step; the exported variables
-        # and the directory carry over to the next block, as in one terminal
-        script.write_text(f"set -eo pipefail\n{self.text(step)}\nenv -0 > {state}.env\npwd > {state}.cwd\n")
+        # bash -e as a careful user types it: the first failing command stops the step. As in one terminal, the
+        # environment, the shell variables the blocks set (TOKEN=...) and the directory carry over to the next block
+        variables = Path(f"{state}.vars")
+        script.write_text(
+            (f"source {variables}\n" if variables.exists() else "")
+            + f"set -eo pipefail\n{self.text(step)}\nenv -0 > {state}.env\npwd > {state}.cwd\n"
+            + f"for v in $(compgen -v); do case ' {' '.join(_bash_variables())} v ' in *\" $v \"*) ;; "
+            + f"*) declare -p \"$v\";; esac; done > {variables}\n")
         done = subprocess.run(["bash", str(script)], cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, timeout=STEP_TIMEOUT)
         self.last_output = done.stdout
