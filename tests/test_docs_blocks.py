@@ -273,3 +273,26 @@ def test_airflow_dag_examples(tablestore_emulator: Any) -> None:
              {}, tablestore_emulator)
     assert {"create_table", "create_replica", "create_tunnel", "choose_sink", "incremental_phase", "plan",
             "rebuild_prepare", "rebuild_swap", "announce", "wait_consumed", "verify_replica"} <= set(dag.task_ids)
+
+
+def test_the_documented_spark_default_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `spark_default` values docs/airflow.md and docs/first-hour.md give for local mode and a standalone
+    cluster are the masters the Spark provider's hook resolves, and docker-compose.yaml's is the standalone one."""
+    import json
+
+    import yaml
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    standalone = '{"conn_type": "spark", "host": "spark://spark-master", "port": 7077}'
+    local = '{"conn_type": "spark", "host": "local[2]"}'
+    for page in ("docs/airflow.md", "docs/first-hour.md"):
+        text = (REPO / page).read_text()
+        assert standalone in text and local in text, page
+    for value, master in ((standalone, "spark://spark-master:7077"), (local, "local[2]")):
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_DOC", value)
+        assert SparkSubmitHook(conn_id="spark_doc")._connection["master"] == master
+    compose = yaml.safe_load((REPO / "docker-compose.yaml").read_text())
+    values = [json.loads(service["environment"]["AIRFLOW_CONN_SPARK_DEFAULT"])
+              for service in compose["services"].values()
+              if "AIRFLOW_CONN_SPARK_DEFAULT" in (service.get("environment") or {})]
+    assert values and all((v["host"], v["port"]) == ("spark://spark-master", 7077) for v in values), values
