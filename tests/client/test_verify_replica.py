@@ -219,3 +219,29 @@ def test_command_exit_codes(pair: tuple[TableClient, str, str], tablestore_emula
     assert unreachable.returncode == 2 and unreachable.stderr.count("\n") == 1
     for result in (equal, different, missing, usage, bad, no_secret, unreachable):
         assert secret not in result.stdout + result.stderr
+
+
+def test_command_reads_the_replica_instance_like_the_consumer(pair: tuple[TableClient, str, str],
+                                                              tablestore_emulator: Any, tmp_path: Any) -> None:
+    """A replica on another instance: ``TABLESTORE_SINK_*`` or the credentials file's ``sink`` object, as the
+    Spark consumer reads its sink (here the same emulator, then an address where nothing listens)."""
+    import json
+
+    client, src, dst = pair
+    kw = tablestore_emulator.client_kwargs
+    sink = {"TABLESTORE_SINK_ENDPOINT": kw["endpoint"], "TABLESTORE_SINK_INSTANCE": kw["instance_name"],
+            "TABLESTORE_SINK_ACCESS_KEY_ID": kw["access_key_id"],
+            "TABLESTORE_SINK_ACCESS_KEY_SECRET": kw["access_key_secret"]}
+    assert _command(tablestore_emulator, "--source-table", src, "--replica-table", dst, env=sink).returncode == 0
+    elsewhere = _command(tablestore_emulator, "--source-table", src, "--replica-table", dst,
+                         env=sink | {"TABLESTORE_SINK_ENDPOINT": "http://127.0.0.1:9"})
+    assert elsewhere.returncode == 2 and "127.0.0.1:9" in elsewhere.stderr  # the replica is read there
+
+    block = {"endpoint": kw["endpoint"], "instance_name": kw["instance_name"], "access_key_id": kw["access_key_id"],
+             "access_key_secret": kw["access_key_secret"]}
+    path = tmp_path / "credentials.json"
+    path.write_text(json.dumps({"source": block, "sink": block}))
+    from_file = _command(tablestore_emulator, "--source-table", src, "--replica-table", dst, "--credentials-file",
+                         str(path), env={"TABLESTORE_ACCESS_KEY_SECRET": "", "TABLESTORE_ENDPOINT": ""})
+    assert from_file.returncode == 0, from_file.stderr
+    assert kw["access_key_secret"] not in from_file.stdout + from_file.stderr + elsewhere.stderr

@@ -68,6 +68,9 @@ def test_task_graph(dag_module: ModuleType) -> None:
     assert down["verification_wanted"] == {"verify_replica"} and down["verify_replica"] == {"announce"}
     assert dag.get_task("verification_wanted").ignore_downstream_trigger_rules is False
     assert dag.params["verify_replica"] is False
+    wanted = dag.get_task("verification_wanted").python_callable
+    assert [wanted({"verify_replica": on, "sink_type": sink}) for on, sink in (
+        (True, "tablestore"), (False, "tablestore"), (True, "parquet"))] == [True, False, False]
     assert [o.name for o in dag.get_task("announce").outlets] == ["tablestore_replication"]  # the AssetAlias
     inc = dag.get_task("incremental_phase")
     assert inc.trigger_rule == "none_failed_min_one_success"

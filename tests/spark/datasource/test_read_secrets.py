@@ -63,6 +63,7 @@ def test_the_secret_is_nowhere_spark_shows(tablestore_emulator: EmulatorProcess,
         with pytest.raises(Exception) as err:
             spark.read.format("tablestore").options(**connection).option("table", "no_such_table").load().collect()
         shown.append(str(err.value))
+        assert "OTSObjectNotExist: Requested table does not exist: 'no_such_table'" in shown[-1]  # named
         with pytest.raises(Exception) as bad_option:
             spark.read.format("tablestore").options(**connection).option("table", TABLE).option(
                 "max_versions", "zero").load()
