@@ -7,7 +7,7 @@ export PATH := $(BIN):$(PATH)
 AIRFLOW_VERSION ?= 3.3.2
 PROTO_DIR := airflow_tablestore/protocol
 
-.PHONY: test-crash venv browser test test-compat test-fast test-stack postgres demo proto lint bench emulator dist clean
+.PHONY: test-crash test-journeys venv browser test test-compat test-fast test-stack postgres demo proto lint bench emulator dist clean
 
 venv: $(VENV)/.installed
 
@@ -42,13 +42,19 @@ test-stack: venv postgres
 	TABLESTORE_STACK=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/e2e/test_stack.py
 
 # The compatibility matrix (Python 3.11-3.13, lowest protobuf, lowest Airflow, one-command install of the built wheel,
-# the sdist on its own) and the release check (python -m build, twine check): venvs in .venvs/
+# the sdist on its own), docs/first-hour.md's journeys from the wheel, and the release check (python -m build, twine
+# check): venvs in .venvs/
 test-compat: venv
 	TABLESTORE_COMPAT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/compat
 
 # The crash tests (SIGKILLs of the consumer / a streaming job and the emulator, faults; minutes)
 test-crash: venv
 	TABLESTORE_CRASH=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/e2e/test_crash_matrix.py tests/e2e/test_stream_crash.py
+
+# docs/first-hour.md's journeys alone (test-compat runs them too, on the wheel it builds): as written, from the built
+# wheel, with the system's python3 first on PATH and a fresh HOME (minutes)
+test-journeys: venv
+	TABLESTORE_COMPAT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/compat/test_journeys.py
 
 test-fast: venv
 	$(BIN)/python -m pytest -q -m "not slow and not oracle" tests

@@ -6,7 +6,8 @@ invocations as ``--collect-only``). The rest are checked, not run: ``make test``
 runs, ``make demo``/``lint``/``proto``/``bench``/``dist`` only expand (``make -n``) here, ``pip install`` lines name the
 package and existing extras (tests/compat installs ``[airflow,spark]`` for real), and ``spark-submit`` lines
 resolve the application path and parse the job's flags. A command no rule covers fails the test, so a new command
-in the docs must come with a way to check it.
+in the docs must come with a way to check it. The commands of docs/first-hour.md are run for real, as written, by
+``make test-compat`` (tests/compat/test_journeys.py): here each must be one of that page's journey steps.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from compat.journey_steps import all_steps as journey_steps
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -144,14 +146,29 @@ def check_export_connection(command: str, tmp_path: Path) -> None:
                           extra=json.dumps(json.loads(value).get("extra", {})))
     else:
         conn = Connection.from_uri(value, conn_id="doc")
-    if conn.conn_type == "spark":  # spark_default: a master URL the Spark provider's hook takes
-        assert (conn.host or "").startswith(("spark://", "local", "yarn", "k8s://")), conn.host
+    if conn.conn_type == "spark":  # the master the Spark provider's hook resolves from it
+        _check_spark_connection(name.group(1), value)
         return
     assert conn.conn_type == "tablestore"
     settings = parse_connection(conn, conn.extra_dejson)
     assert settings.instance_name and settings.endpoint.startswith(("http://", "https://"))
     if "protocol=http" in value or value.startswith("tablestore://http://"):
         assert settings.endpoint.startswith("http://"), settings.endpoint
+
+
+def _check_spark_connection(variable: str, value: str) -> None:
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    previous = os.environ.get(variable)
+    os.environ[variable] = value
+    try:
+        master = SparkSubmitHook(conn_id=variable.removeprefix("AIRFLOW_CONN_").lower())._connection["master"]
+    finally:
+        if previous is None:
+            del os.environ[variable]
+        else:
+            os.environ[variable] = previous
+    assert re.fullmatch(r"local\[(\d+|\*)\]|spark://[\w.-]+:\d+", master), master
 
 
 def check_export_airflow_setting(command: str, tmp_path: Path) -> None:
@@ -163,17 +180,20 @@ def check_export_airflow_setting(command: str, tmp_path: Path) -> None:
         return
     assert match, command
     section, key = match.group(1).lower(), match.group(2).lower()
-    # has_option is False for a documented setting without a default (core.execution_api_server_url)
-    known = key in conf.configuration_description.get(section, {}).get("options", {})
-    assert known or conf.has_option(section, key), f"[{section}] {key} is not an Airflow setting"
+    # an option without a default (execution_api_server_url) is not has_option() until set: ask its description
+    described = key in conf.configuration_description.get(section, {}).get("options", {})
+    assert described or conf.has_option(section, key), f"[{section}] {key} is not an Airflow setting"
 
 
 def check_airflow_command(command: str, tmp_path: Path) -> None:
     """An Airflow CLI command: it exists and knows every flag the docs give it (``--help`` only)."""
     words = shlex.split(command)
     subcommand = [w for w in words[1:] if not w.startswith("-")][:2]
-    if subcommand[:1] != ["db"]:
+    if subcommand[:1] not in (["db"], ["dags"]):
         subcommand = subcommand[:1]
+    for flag, value in zip(words, words[1:], strict=False):
+        if flag == "--conf":
+            assert isinstance(json.loads(value), dict), value
     result = subprocess.run([sys.executable, "-m", "airflow", *subcommand, "--help"], capture_output=True,
                             text=True, timeout=120, env={**os.environ, "AIRFLOW_HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr[-2000:]
@@ -194,6 +214,13 @@ def check_pytest(command: str, tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, *argv[1:], "--collect-only"], cwd=REPO, env=_env(),
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+def check_export_pyspark_python(command: str, tmp_path: Path) -> None:
+    """The interpreter of a venv (docs/spark.md: Spark's Python workers must be the package's Python)."""
+    result = subprocess.run(["bash", "-c", f"{command}\nprintf %s \"$PYSPARK_PYTHON\""], capture_output=True,
+                            text=True, check=True, cwd=tmp_path)
+    assert result.stdout == f"{tmp_path}/venv/bin/python", result.stdout
 
 
 def check_spark_submit(command: str, tmp_path: Path) -> None:
@@ -224,12 +251,14 @@ def check_verify_command(command: str, tmp_path: Path) -> None:
 RULES: list[tuple[str, Callable[[str, Path], None]]] = [
     (r"^(tablestore-emulator|python -m airflow_tablestore\.emulator) ", check_emulator),
     (r"^make emulator$", check_make_emulator),
-    (r"^make (demo|test|test-fast|test-compat|test-crash|lint|proto|bench|dist)$", check_make_target),
+    (r"^make (demo|test|test-fast|test-compat|test-journeys|test-crash|lint|proto|bench|dist)$", check_make_target),
     (r"^pip install ", check_pip_install),
     (r"^export AIRFLOW_CONN_\w+=", check_export_connection),
     (r"^export AIRFLOW_(HOME|_\w+)=", check_export_airflow_setting),
-    (r"^airflow (db migrate|api-server|scheduler|dag-processor|triggerer)\b", check_airflow_command),
+    (r"^airflow (db migrate|api-server|scheduler|dag-processor|triggerer|dags (unpause|trigger|list-runs))\b",
+     check_airflow_command),
     (r"^export TABLESTORE_", check_export_consumer),
+    (r"^export PYSPARK_PYTHON=", check_export_pyspark_python),
     (r"^\.venv/bin/python -m pytest ", check_pytest),
     (r"^spark-submit ", check_spark_submit),
     (r"^python -m airflow_tablestore\.client\.verify ", check_verify_command),
@@ -240,6 +269,7 @@ def _rule(command: str) -> Callable[[str, Path], None] | None:
     return next((check for pattern, check in RULES if re.search(pattern, command)), None)
 
 
+JOURNEYS_DOC = "first-hour.md"  # run by tests/compat/test_journeys.py, from the built wheel
 COMMANDS = shell_commands()
 
 
@@ -249,6 +279,9 @@ def test_the_docs_have_commands() -> None:
 
 @pytest.mark.parametrize(("doc", "command"), COMMANDS, ids=[f"{d}:{c[:50]}" for d, c in COMMANDS])
 def test_command_works_as_written(doc: str, command: str, tmp_path: Path) -> None:
+    if doc == JOURNEYS_DOC:  # each block of that page is a journey step, run as written
+        assert any(command in re.sub(r"\\\n\s*", " ", step.text) for step in journey_steps()), command
+        return
     check = _rule(command)
     assert check is not None, f"{doc}: no check covers `{command}`: add a rule to tests/test_docs_commands.py"
     check(command, tmp_path)

@@ -32,7 +32,6 @@ import subprocess
 import sys
 import tarfile
 import textwrap
-import time
 import zipfile
 from pathlib import Path
 
@@ -40,7 +39,7 @@ import pytest
 
 import airflow_tablestore
 
-from .envs import VENVS, EnvSpec, build, build_dists, find_python, pip_versions, run_pytest
+from .envs import VENVS, EnvSpec, build, find_python, pip_versions, run_pytest
 
 # Each test builds a venv (minutes on a cold pip cache) and runs a suite inside it: more than the 600 s default.
 pytestmark = pytest.mark.timeout(3600)
@@ -91,15 +90,6 @@ def test_lowest_airflow() -> None:
     assert versions["apache-airflow"] == "3.2.0"
     summary = _passed(run_pytest(bin_dir, *AIRFLOW_TESTS))
     print(f"[compat] Airflow {versions['apache-airflow']} (task SDK {versions['apache-airflow-task-sdk']}): {summary}")
-
-
-@pytest.fixture(scope="module")
-def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """``(sdist, wheel)`` built by ``python -m build`` from a clean copy of the checkout."""
-    started = time.monotonic()
-    sdist, wheel = build_dists(tmp_path_factory.mktemp("release"))
-    print(f"[compat] python -m build: {sdist.name}, {wheel.name} in {time.monotonic() - started:.0f}s", flush=True)
-    return sdist, wheel
 
 
 def _metadata(text: str) -> email.message.Message:
