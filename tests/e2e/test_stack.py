@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replication_helpers import stream_changes, write_key
+from replication_helpers import replica_differences, stream_changes, write_key
 
 from airflow_tablestore.client.model import RowWrite
 from airflow_tablestore.client.table.client import TableClient
@@ -162,7 +162,7 @@ class Stack:
                           f"{pattern!r} in the log of {run_id}/{task_id}")
 
     def replica_exact(self, source: str = "orders_big", replica: str = "orders_big_replica") -> None:
-        diff = demo.compare(demo.snapshot(self.client, source), demo.snapshot(self.client, replica))
+        diff = replica_differences(self.client, source, self.client, replica)
         assert diff == [], diff
 
     # faults
