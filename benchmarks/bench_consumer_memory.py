@@ -40,7 +40,7 @@ from airflow_tablestore.client.model import (
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.consumer import application_path
+from airflow_tablestore.spark.consumer.job import application_path
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 
 ROOT = Path(__file__).resolve().parent.parent

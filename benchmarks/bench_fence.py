@@ -28,9 +28,9 @@ from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.client.verify.compare import verify_replica
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.driver import ConsumerJob
-from airflow_tablestore.spark.options import parse_args
-from airflow_tablestore.spark.reader import RoundPlan, run_round_locally
+from airflow_tablestore.spark.consumer.driver import ConsumerJob
+from airflow_tablestore.spark.consumer.options import parse_args
+from airflow_tablestore.spark.consumer.reader import RoundPlan, run_round_locally
 from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
 from demo import replication as demo
 
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "Reading: every fenced write carries a column condition the server evaluates against the row's current "
         "fence, and deletes become tombstone puts; on the real service a conditional write also reads the row (one "
         "extra read capacity unit per row). Without the fence a late or replayed write can roll rows back "
-        "(`tests/spark/test_fencing.py` shows it on its unfenced control runs), so it is on by default; "
+        "(`tests/spark/consumer/test_fencing.py` shows it on its unfenced control runs), so it is on by default; "
         "`--fence-column ''` turns it off for pipelines that can accept that.",
         "",
     ])

@@ -34,8 +34,8 @@ from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
 from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
 from airflow_tablestore.client.tunnel.processor import ChannelContext
 from airflow_tablestore.client.tunnel.worker import TunnelWorker
-from airflow_tablestore.spark.driver import ConsumerJob, JobSummary
-from airflow_tablestore.spark.options import parse_args
+from airflow_tablestore.spark.consumer.driver import ConsumerJob, JobSummary
+from airflow_tablestore.spark.consumer.options import parse_args
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
 from benchmarks.common import CountingChannelProcessor, RecordCounter, load_user_rows, spark_bench
 

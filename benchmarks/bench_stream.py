@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from airflow_tablestore.spark.consumer.driver import ConsumerJob, JobSummary
+from airflow_tablestore.spark.consumer.options import parse_args
 from airflow_tablestore.spark.datasource.options import SourceOptions
-from airflow_tablestore.spark.driver import ConsumerJob, JobSummary
-from airflow_tablestore.spark.options import parse_args
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
 from benchmarks.common import SparkBench, spark_bench
 from demo import replication as demo

@@ -225,7 +225,7 @@ def check_export_pyspark_python(command: str, tmp_path: Path) -> None:
 
 def check_spark_submit(command: str, tmp_path: Path) -> None:
     """A real endpoint is needed to run it: the application path resolves and the job's flags parse."""
-    from airflow_tablestore.spark.options import parse_args
+    from airflow_tablestore.spark.consumer.options import parse_args
 
     if command.startswith("spark-submit ... "):  # "the same as above, with these options"
         options = parse_args(["--table", "t", "--tunnel", "n", *shlex.split(command.removeprefix("spark-submit ... "))])

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import XComArg
 
-from airflow_tablestore.spark.consumer import application_path, log4j_config_path
+from airflow_tablestore.spark.consumer.job import application_path, log4j_config_path
 
 CONSUMER_APPLICATION = application_path()
 """Path of the consumer job's launcher (the ``application`` argument of ``spark-submit``)."""
@@ -81,7 +81,7 @@ def without_unset_options(args: list[Any] | None) -> list[Any] | None:
 def consumer_argument_problem(args: list[Any] | None) -> str | None:
     """What the consumer would refuse in its (rendered) ``args``, in one line, or None: its own parser and
     checks, run before ``spark-submit`` starts (a value out of range is refused, never changed)."""
-    from airflow_tablestore.spark.options import OptionsError, build_parser, parse_args
+    from airflow_tablestore.spark.consumer.options import OptionsError, build_parser, parse_args
 
     def refuse(message: str) -> NoReturn:
         raise OptionsError(message)
@@ -166,8 +166,8 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
         from airflow.sdk.exceptions import AirflowFailException
 
         from airflow_tablestore.hooks.failures import fail_fast
-        from airflow_tablestore.spark.consumer import PERMANENT_EXIT_CODES
-        from airflow_tablestore.spark.preflight import spark_submit_problem
+        from airflow_tablestore.spark.consumer.job import PERMANENT_EXIT_CODES
+        from airflow_tablestore.spark.consumer.preflight import spark_submit_problem
 
         try:  # the binary the hook will run (operator argument, else the connection's spark-binary extra)
             binary = self._get_hook()._connection["spark_binary"]

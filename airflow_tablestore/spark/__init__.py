@@ -1,7 +1,6 @@
-"""PySpark consumer of a Tablestore tunnel (never imports Airflow).
+"""Everything that runs inside Spark (imports the client and PySpark, never Airflow).
 
-Run by ``spark-submit`` with the launcher ``application/tablestore_consumer.py`` as the application file
-(:func:`.consumer.application_path`), which runs :func:`airflow_tablestore.spark.consumer.main`. The driver owns
-the tunnel session (:mod:`.session`) and runs bounded rounds (:mod:`.driver`); Spark tasks read channels in
-parallel (:mod:`.reader`) and write to a sink (:mod:`.sinks`) before the driver checkpoints.
+:mod:`.consumer` is the tunnel consumer (a ``spark-submit`` application), :mod:`.datasource` the ``tablestore``
+data source (``spark.read``/``df.write``), :mod:`.stream` its streaming source, :mod:`.sinks` where the consumer
+writes; :mod:`.arrow` and :mod:`.changes` turn Tablestore answers into Arrow for all of them.
 """

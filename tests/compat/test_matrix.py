@@ -119,14 +119,15 @@ def test_release_artifacts(dists: tuple[Path, Path]) -> None:
         assert [n for n in names if re.fullmatch(rf"airflow_tablestore/{module}\..+\.(so|pyd)", n)], module
     assert not [n for n in names if n.endswith(".c")]
     assert {"pyspark_tablestore.py", "airflow_tablestore/py.typed", "airflow_tablestore/protocol/ots_table.proto",
-            "airflow_tablestore/spark/log4j2.properties"} <= names
+            "airflow_tablestore/spark/consumer/log4j2.properties"} <= names
     # what the dags-folder lines and the DAGs' spark-submit tasks load from the installed package
     shipped = {"airflow_tablestore/example_dags/tablestore_replication.py",
                "airflow_tablestore/example_dags/tablestore_spark_job.py",
                "airflow_tablestore/example_dags/tablestore_stream_job.py",
                "airflow_tablestore/example_dags/jobs/tablestore_stream_changes.py",
-               "airflow_tablestore/example_dags/jobs/tablestore_aggregate.py", "airflow_tablestore/spark/consumer.py",
-               "airflow_tablestore/spark/application/tablestore_consumer.py", "pyspark_tablestore.py"}
+               "airflow_tablestore/example_dags/jobs/tablestore_aggregate.py",
+               "airflow_tablestore/spark/consumer/job.py",
+               "airflow_tablestore/spark/consumer/application/tablestore_consumer.py", "pyspark_tablestore.py"}
     assert shipped <= names, sorted(shipped - names)
     assert meta["Version"] == version and meta["Name"] == PACKAGE
     assert meta["License-Expression"] == "Apache-2.0"
@@ -369,7 +370,7 @@ REPLICATE = textwrap.dedent('''
     from airflow_tablestore.client import TableClient, TunnelClient
     from airflow_tablestore.client.model import PrimaryKeyColumn, PrimaryKeyType, TableSchema, StreamSpec
     from airflow_tablestore.emulator.testing import EmulatorProcess
-    from airflow_tablestore.spark.consumer import application_path
+    from airflow_tablestore.spark.consumer.job import application_path
 
     out = Path(tempfile.mkdtemp())
     with EmulatorProcess(extra_args=["--base-channel-rows", "100"]) as emu:

@@ -16,7 +16,7 @@ from typing import Any
 
 from airflow_tablestore.client.model import Record
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.consumer import application_path
+from airflow_tablestore.spark.consumer.job import application_path
 
 BIN = Path(sys.executable).parent
 

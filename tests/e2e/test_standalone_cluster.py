@@ -17,7 +17,7 @@ import pytest
 from replication_helpers import make_replica, make_source, replica_differences
 
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.consumer import application_path
+from airflow_tablestore.spark.consumer.job import application_path
 
 from .spark_cluster import Daemon, SparkCluster
 from .spark_runs import BIN, FAST_JVM, consumer_env

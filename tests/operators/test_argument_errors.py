@@ -287,7 +287,7 @@ def connections(tablestore_airflow_conn: str, emulator_objects: str, monkeypatch
     """The emulator's connection; a Spark connection and spark-submit that must not be reached."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-    import airflow_tablestore.spark.preflight as preflight
+    import airflow_tablestore.spark.consumer.preflight as preflight
 
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
     monkeypatch.setattr(preflight, "spark_submit_problem", lambda binary="spark-submit", path=None: None)
@@ -357,7 +357,7 @@ def _render(value: Any) -> Any:
 
 def test_every_cutoff_error_has_one_form(connections: None) -> None:
     """The consume operator, the sensor and the Spark consumer word a malformed cutoff the same way."""
-    from airflow_tablestore.spark.options import OptionsError, parse_cutoff
+    from airflow_tablestore.spark.consumer.options import OptionsError, parse_cutoff
 
     bad = "25/11/2026 10:00"
     messages = []

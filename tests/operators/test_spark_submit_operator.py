@@ -14,7 +14,7 @@ from airflow_tablestore.operators.spark_submit import (
     consumer_arguments,
     without_unset_options,
 )
-from airflow_tablestore.spark.consumer import EXIT_BAD_ARGUMENTS, EXIT_PERMANENT, EXIT_RETRYABLE
+from airflow_tablestore.spark.consumer.job import EXIT_BAD_ARGUMENTS, EXIT_PERMANENT, EXIT_RETRYABLE
 
 
 @pytest.mark.parametrize(("exit_code", "permanent"), [(EXIT_RETRYABLE, False), (EXIT_BAD_ARGUMENTS, True),
@@ -25,7 +25,7 @@ def test_a_permanent_consumer_exit_fails_the_task_at_once(exit_code: int, perman
     spark-submit reported it, so Airflow retries the task."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-    import airflow_tablestore.spark.preflight as preflight
+    import airflow_tablestore.spark.consumer.preflight as preflight
 
     monkeypatch.setenv("AIRFLOW_CONN_TS_SPARK_TEST", json.dumps({
         "conn_type": "tablestore", "host": "http://127.0.0.1:9", "login": "akid", "password": "secret",

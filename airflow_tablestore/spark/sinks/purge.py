@@ -13,7 +13,8 @@ refused instead of resurrecting the row. Such a change comes from two kinds of w
   that writes the tombstone; the dropped client's task reads nothing more (its next ReadRecords is refused) and
   writes only what it holds: at most one round of one channel (``records_per_channel``, rounded up to whole
   ReadRecords answers: the formula's extra batch covers 200 records past the bound; a service whose answers
-  are larger makes a stale round longer, which a horizon of days leaves room for), in batches of ≤ 200 rows, each request waited for at most the client's retry budget plus ``request_timeout`` and retried at most
+  are larger makes a stale round longer, which a horizon of days leaves room for), in batches of ≤ 200 rows,
+  each request waited for at most the client's retry budget plus ``request_timeout`` and retried at most
   :data:`WRITE_ATTEMPTS` times. The client's timeouts bound only how long it waits, not when the server runs a
   request: the horizon *assumes* the server executes or fails a request within one such request time of its
   sending (nothing the client controls guarantees it; the emulator executes a request once read, and only its

@@ -6,7 +6,7 @@ micro-batch reads, for each channel whose span changed between its start and end
 span; the channel's position after the batch is where that span ended, which the read task stored in the
 :class:`~.positions.PositionStore` (or, should no task have read it, the driver finds by reading it).
 
-The tunnel session is the consumer's (:class:`~airflow_tablestore.spark.session.TunnelSession`: heartbeats,
+The tunnel session is the consumer's (:class:`~airflow_tablestore.spark.consumer.session.TunnelSession`: heartbeats,
 the channel state machine, the checkpoint rule); executors read with its client id. Server checkpoints move
 only for offsets Spark has committed: in ``commit(end)``, and in ``latestOffset(start)`` (Spark asks for the
 next batch only once the batch ending at ``start`` is committed).
@@ -24,8 +24,8 @@ from airflow_tablestore.client.errors import ResourceGoneError, TablestoreClient
 from airflow_tablestore.client.model import ChannelStatus, TunnelDescription
 from airflow_tablestore.client.tunnel.cutoff import STREAM, full_phase_done
 from airflow_tablestore.client.tunnel.span import Position, Span, SpanEnd, SpanRead, drain
+from airflow_tablestore.spark.consumer.session import TunnelSession
 from airflow_tablestore.spark.datasource.options import OptionError, SourceOptions
-from airflow_tablestore.spark.session import TunnelSession
 from airflow_tablestore.spark.stream.positions import PositionStore
 
 log = logging.getLogger(__name__)

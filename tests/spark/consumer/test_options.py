@@ -10,7 +10,7 @@ import pytest
 
 from airflow_tablestore.client import credentials as settings
 from airflow_tablestore.client.errors import TablestoreClientError
-from airflow_tablestore.spark.options import OptionsError, parse_args, parse_cutoff
+from airflow_tablestore.spark.consumer.options import OptionsError, parse_args, parse_cutoff
 
 BASE = ["--table", "src", "--tunnel", "t"]
 
@@ -154,7 +154,7 @@ def test_malformed_sink_section_is_an_error_not_the_source(tmp_path: Path) -> No
 @pytest.mark.parametrize("endpoint", ["http://127.0.0.1:1", "HTTP://127.0.0.1:1/"])
 def test_a_sink_that_is_the_source_table_is_refused_before_spark_starts(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, endpoint: str) -> None:
-    from airflow_tablestore.spark.consumer import run
+    from airflow_tablestore.spark.consumer.job import run
 
     for key, value in ENV.items():
         monkeypatch.setenv(key, value)
@@ -174,7 +174,7 @@ def test_a_sink_that_is_the_source_table_is_refused_before_spark_starts(
 
 def test_missing_settings_are_a_permanent_exit(monkeypatch: pytest.MonkeyPatch,
                                                caplog: pytest.LogCaptureFixture) -> None:
-    from airflow_tablestore.spark.consumer import PERMANENT_EXIT_CODES, run
+    from airflow_tablestore.spark.consumer.job import PERMANENT_EXIT_CODES, run
 
     for key in ENV:
         monkeypatch.delenv(key, raising=False)

@@ -1,10 +1,10 @@
 """``spark-submit`` application: consume a Tablestore tunnel into a Tablestore table or a Parquet change log.
 
 The application file ``spark-submit`` runs is the launcher
-``airflow_tablestore/spark/application/tablestore_consumer.py``, which calls :func:`main`
+``airflow_tablestore/spark/consumer/application/tablestore_consumer.py``, which calls :func:`main`
 (``python -c "import airflow_tablestore.spark.consumer as m; print(m.application_path())"`` prints its path)::
 
-    spark-submit --master local[2] .../airflow_tablestore/spark/application/tablestore_consumer.py \\
+    spark-submit --master local[2] .../airflow_tablestore/spark/consumer/application/tablestore_consumer.py \\
         --table src --tunnel t --phase incremental --cutoff 2026-11-21T12:00:00Z \\
         --sink tablestore --sink-table dst
 
@@ -72,7 +72,7 @@ def build_sink(options: Any, source: Any) -> Any:
         fallback=source,
     )
     if options.sink_table == options.table and settings_mod.same_instance(sink_settings, source):
-        from airflow_tablestore.spark.outcome import ConfigurationError
+        from airflow_tablestore.spark.consumer.outcome import ConfigurationError
 
         raise ConfigurationError(
             f"the sink is the source table itself ({options.table} on instance {source.instance_name} at "
@@ -101,8 +101,8 @@ def default_spark_factory(options: Any) -> Any:
     def factory() -> Any:
         from pyspark.sql import SparkSession
 
+        from airflow_tablestore.spark.consumer.outcome import ConfigurationError
         from airflow_tablestore.spark.install_check import jvm_side_problem, python_side_problem
-        from airflow_tablestore.spark.outcome import ConfigurationError
 
         problem = python_side_problem()
         if problem:
@@ -138,9 +138,9 @@ def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
     """Parse, run one phase, log a ``CONSUMER_SUMMARY {json}`` line; returns the exit code."""
     from airflow_tablestore.client import credentials as settings_mod
     from airflow_tablestore.client.errors import PERMANENT_ERRORS, TablestoreError, TunnelExpiredError
-    from airflow_tablestore.spark.driver import ConsumerJob
-    from airflow_tablestore.spark.options import OptionsError, parse_args
-    from airflow_tablestore.spark.outcome import ConfigurationError, JobError, expired_message
+    from airflow_tablestore.spark.consumer.driver import ConsumerJob
+    from airflow_tablestore.spark.consumer.options import OptionsError, parse_args
+    from airflow_tablestore.spark.consumer.outcome import ConfigurationError, JobError, expired_message
 
     try:
         options = parse_args(argv)
@@ -210,6 +210,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

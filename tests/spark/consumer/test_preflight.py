@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_tablestore.spark.preflight import spark_submit_problem
+from airflow_tablestore.spark.consumer.preflight import spark_submit_problem
 
 
 def _executable(path: Path) -> Path:

@@ -7,7 +7,7 @@ from typing import Any
 
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
-from airflow_tablestore.spark.session import TunnelSession
+from airflow_tablestore.spark.consumer.session import TunnelSession
 from demo import replication as demo
 
 

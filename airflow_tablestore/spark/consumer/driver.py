@@ -28,17 +28,17 @@ from airflow_tablestore.client.model import ChannelStatus, TunnelDescription
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
 from airflow_tablestore.client.tunnel.cutoff import BASE, STREAM, consumed_through, full_phase_done
-from airflow_tablestore.spark.options import JobOptions
-from airflow_tablestore.spark.outcome import (
+from airflow_tablestore.spark.consumer.options import JobOptions
+from airflow_tablestore.spark.consumer.outcome import (
     ConfigurationError,
     JobError,
     JobSummary,
     is_wrapped_resource_gone,
     resource_gone_line,
 )
-from airflow_tablestore.spark.reader import CONTROL_DDL, ChannelTask, RoundPlan, round_function
-from airflow_tablestore.spark.round_progress import DEFAULT_INTERVAL_S, RoundProgress
-from airflow_tablestore.spark.session import SessionLostError, TunnelSession
+from airflow_tablestore.spark.consumer.reader import CONTROL_DDL, ChannelTask, RoundPlan, round_function
+from airflow_tablestore.spark.consumer.round_progress import DEFAULT_INTERVAL_S, RoundProgress
+from airflow_tablestore.spark.consumer.session import SessionLostError, TunnelSession
 from airflow_tablestore.spark.sinks.protocol import Sink
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def spark_round(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
 
 class ConsumerJob:
     """One run of one phase. ``spark_factory`` is called only when there is work to do; ``runner`` executes
-    a round (default :func:`spark_round`; :func:`~airflow_tablestore.spark.reader.run_round_locally`-based
+    a round (default :func:`spark_round`; :func:`~airflow_tablestore.spark.consumer.reader.run_round_locally`-based
     runners run without Spark)."""
 
     def __init__(

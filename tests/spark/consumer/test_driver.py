@@ -14,9 +14,9 @@ from replication_helpers import make_replica, make_source, replica_differences, 
 from airflow_tablestore.client.model import ChannelStatus, TunnelStage
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.spark.changes import arrow_to_records
-from airflow_tablestore.spark.driver import ConsumerJob, JobError
-from airflow_tablestore.spark.options import parse_args
-from airflow_tablestore.spark.reader import RoundPlan, run_round_locally
+from airflow_tablestore.spark.consumer.driver import ConsumerJob, JobError
+from airflow_tablestore.spark.consumer.options import parse_args
+from airflow_tablestore.spark.consumer.reader import RoundPlan, run_round_locally
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
 from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
 from demo import replication as demo
@@ -254,7 +254,7 @@ def test_a_second_consumer_waits_for_the_first_and_says_whose_channels_it_waits_
     import logging
     import threading
 
-    from airflow_tablestore.spark.session import TunnelSession
+    from airflow_tablestore.spark.consumer.session import TunnelSession
 
     src, tunnel = unique("src"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
@@ -321,7 +321,7 @@ def test_records_per_channel_is_rounded_up_to_whole_answers(tablestore_client: A
 
 
 def test_other_spark_failures_are_not_retried_as_session_loss() -> None:
-    from airflow_tablestore.spark.outcome import is_wrapped_resource_gone, resource_gone_line
+    from airflow_tablestore.spark.consumer.outcome import is_wrapped_resource_gone, resource_gone_line
 
     assert not is_wrapped_resource_gone(RuntimeError("Py4JJavaError: java.lang.OutOfMemoryError"))
     wrapped = RuntimeError("PythonException:\n  x\nResourceGoneError: OTSResourceGone: client gone (HTTP 410)\n")

@@ -22,8 +22,8 @@ from airflow_tablestore.client.model import (
 from airflow_tablestore.client.replica import FENCE_COLUMN, is_tombstone
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table.client import TableClient
-from airflow_tablestore.spark.consumer import purge_sink_tombstones
-from airflow_tablestore.spark.options import OptionsError, parse_args
+from airflow_tablestore.spark.consumer.job import purge_sink_tombstones
+from airflow_tablestore.spark.consumer.options import OptionsError, parse_args
 from airflow_tablestore.spark.sinks.purge import minimum_horizon_s, purge_tombstones
 from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
 

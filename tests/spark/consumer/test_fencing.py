@@ -22,9 +22,9 @@ from airflow_tablestore.client.model import Column, Record, RowWrite, WriteType
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
-from airflow_tablestore.spark.driver import ConsumerJob
-from airflow_tablestore.spark.options import parse_args
-from airflow_tablestore.spark.reader import RoundPlan, run_round_locally
+from airflow_tablestore.spark.consumer.driver import ConsumerJob
+from airflow_tablestore.spark.consumer.options import parse_args
+from airflow_tablestore.spark.consumer.reader import RoundPlan, run_round_locally
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
 from airflow_tablestore.spark.sinks.protocol import ChannelWriter, Sink
 from airflow_tablestore.spark.sinks.tablestore import TablestoreSink

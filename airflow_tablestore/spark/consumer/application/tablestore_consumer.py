@@ -7,7 +7,7 @@ The consumer itself is :mod:`airflow_tablestore.spark.consumer`; this file only 
 import sys
 from typing import NoReturn
 
-from airflow_tablestore.spark.consumer import main
+from airflow_tablestore.spark.consumer.job import main
 
 
 def launch() -> NoReturn:
