@@ -231,16 +231,21 @@ def chart(points: list[TunnelsPoint]) -> None:
     import matplotlib.pyplot as plt
 
     xs = [p.tunnels for p in points]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    left.plot(xs, [p.cpu_s / p.window_s for p in points], marker="o", label="triggerer CPU-s per s")
-    left.plot(xs, [p.cpu_ms_per_poll for p in points], marker="s", label="CPU ms per poll")
-    right.plot(xs, [sum(p.requests.values()) / p.window_s for p in points], marker="o", label="requests per s")
-    right.plot(xs, [p.peak_threads for p in points], marker="s", label="peak threads")
-    for ax in (left, right):
+    fig, (cpu, per_poll, requests) = plt.subplots(1, 3, figsize=(13, 4))
+    cpu.plot(xs, [100 * p.cpu_s / p.window_s for p in points], marker="o")
+    cpu.set_ylabel("triggerer CPU, % of one core")
+    cpu.set_yscale("log")
+    per_poll.plot(xs, [p.cpu_ms_per_poll for p in points], marker="o", label="CPU ms per poll")
+    per_poll.plot(xs, [p.peak_threads for p in points], marker="s", label="peak threads")
+    per_poll.set_ylim(bottom=0)
+    per_poll.legend()
+    requests.plot(xs, [sum(p.requests.values()) / p.window_s for p in points], marker="o")
+    requests.set_ylabel("requests per s to the service")
+    requests.set_yscale("log")
+    for ax in (cpu, per_poll, requests):
         ax.set_xscale("log")
         ax.set_xlabel(f"tunnels watched (2 triggers each, {points[0].poll_s:g} s polls)")
         ax.grid(True, alpha=0.3)
-        ax.legend()
     fig.suptitle("Triggerer cost against tunnels")
     fig.tight_layout()
     fig.savefig(RESULTS / "scale-tunnels.png", dpi=80)
