@@ -41,6 +41,7 @@ from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from benchmarks.common import ROOT, load_user_rows
+from benchmarks.processes import process_cpu_s
 
 TABLE = "bench_scale"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -107,12 +108,6 @@ def worker_config() -> Any:
     from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
 
     return TunnelWorkerConfig(heartbeat_interval_s=5, client_tag="bench", progress_log_interval_s=3600)
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (/proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def write_changes(tables: TableClient, rows: int) -> int:

@@ -39,6 +39,7 @@ from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from benchmarks.common import load_user_rows
+from benchmarks.processes import process_cpu_s
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS / "scale-tunnels.md"
@@ -127,12 +128,6 @@ def child() -> None:
     out = asyncio.run(main())
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out))
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (/proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def prepare(emu: EmulatorProcess, tables: int, changes: int) -> list[str]:

@@ -1,0 +1,292 @@
+"""How the Spark consumer's cost grows with rows and with channels: ``spark-submit`` runs of both phases at the
+points of ``bench_scale`` (the TunnelWorker's curve), measured in one run.
+
+Run: ``.venv/bin/python -m benchmarks.bench_scale_spark [--axis rows|channels|both] [--scale 1.0]``
+
+Points (``--scale`` multiplies every row count, as in ``bench_scale``): rows 250,000 and 2,500,000 at 16
+channels; channels 4, 64 and 256 at 1,000,000 rows. At each point one emulator process serves a table of ``rows``
+rows with its stream on (``channels`` stream partitions and BaseData channels of rows/channels rows); a
+BaseAndStream tunnel is created, ``rows / 4`` rows are updated, and the consumer runs twice with real
+``spark-submit --master local[2]`` into a Parquet change log: the full phase, then the incremental phase up to a
+cutoff after the last update. For each run: wall time; CPU seconds of the driver's JVM (in local mode it also
+runs the executors' JVM side), of the driver's Python process and of the executors' Python workers, sampled
+from /proc every 0.2 s; peak RSS of each; the records, rounds and the Python workers' peak RSS from the
+consumer's summary line; Spark tasks from the run's event log; the emulator's CPU and requests by API.
+
+Writes ``benchmarks/results/scale-spark.md`` and ``benchmarks/results/scale-spark-*.png`` (``--no-write`` to
+only print).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from airflow_tablestore.client.model import Column, RowWrite, StreamSpec, TunnelType, WriteType
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.tunnel.client import TunnelClient
+from airflow_tablestore.emulator.testing import EmulatorProcess
+from airflow_tablestore.spark.consumer import application_path
+from benchmarks.common import load_user_rows
+from benchmarks.processes import TreeSampler, process_cpu_s
+
+TABLE = "bench_scale"
+TUNNEL = "scale_spark"
+RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS_FILE = RESULTS / "scale-spark.md"
+ROWS_POINTS = ((250_000, 16), (2_500_000, 16))
+CHANNEL_POINTS = ((1_000_000, 4), (1_000_000, 64), (1_000_000, 256))
+CHANGES_FRACTION = 4
+KINDS = ("jvm", "driver python", "executor python")
+APIS = ("/tunnel/readrecords", "/tunnel/heartbeat", "/tunnel/checkpoint", "/tunnel/getcheckpoint")
+
+
+@dataclass
+class SparkRun:
+    """One ``spark-submit`` of one phase at one point."""
+
+    phase: str
+    rows: int
+    channels: int
+    records: int
+    rounds: int
+    tasks: int
+    wall_s: float
+    cpu_s: dict[str, float] = field(default_factory=dict)
+    peak_rss_mb: dict[str, float] = field(default_factory=dict)
+    task_rss_mb: float = 0.0
+    emulator_cpu_s: float = 0.0
+    requests: dict[str, int] = field(default_factory=dict)
+
+    def per_100k(self, value: float) -> float:
+        return value * 100_000 / self.records if self.records else 0.0
+
+
+def classify(cmdline: str) -> str:
+    if "pyspark.daemon" in cmdline or "pyspark.worker" in cmdline:
+        return "executor python"
+    if "tablestore_consumer.py" in cmdline and "java" not in cmdline.split(" ", 1)[0]:
+        return "driver python"
+    if cmdline.split(" ", 1)[0].endswith("java"):
+        return "jvm"
+    return "other"
+
+
+def consumer_env(emu: EmulatorProcess) -> dict[str, str]:
+    """The consumer's credentials through the environment (never on the command line), the venv first."""
+    bin_dir = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLESTORE_")}
+    env.update({"TABLESTORE_ENDPOINT": emu.endpoint, "TABLESTORE_INSTANCE": emu.instance,
+                "TABLESTORE_ACCESS_KEY_ID": emu.access_key_id, "TABLESTORE_ACCESS_KEY_SECRET": emu.access_key_secret,
+                "PATH": bin_dir + os.pathsep + env.get("PATH", ""), "PYSPARK_PYTHON": sys.executable,
+                "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"})
+    return env
+
+
+def run_phase(emu: EmulatorProcess, phase: str, rows: int, channels: int, work: Path, cutoff: str | None,
+              label: str | None = None) -> SparkRun:
+    """One ``spark-submit`` of ``phase``, recorded as ``label`` (default: the phase)."""
+    assert emu.process is not None
+    label = label or phase
+    events = work / f"events-{label}"
+    events.mkdir()
+    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
+           "--conf", "spark.ui.enabled=false", "--conf", "spark.eventLog.enabled=true",
+           "--conf", f"spark.eventLog.dir=file://{events}", "--conf", "spark.eventLog.compress=false",
+           "--conf", "spark.eventLog.rolling.enabled=false", application_path(),
+           "--table", TABLE, "--tunnel", TUNNEL, "--phase", phase, "--sink", "parquet",
+           "--sink-path", str(work / "changes"), "--summary-file", str(work / f"summary-{label}.json")]
+    if cutoff:
+        cmd += ["--cutoff", cutoff]
+    emu.control.request_counts(reset=True)
+    emu_cpu = process_cpu_s(emu.process.pid)
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, env=consumer_env(emu), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    with TreeSampler(proc.pid, classify) as sampler:
+        output, _ = proc.communicate(timeout=7200)
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"{phase} phase failed ({proc.returncode}):\n{output[-4000:]}")
+    summary = json.loads((work / f"summary-{label}.json").read_text())
+    tasks = sum(line.count('"Event":"SparkListenerTaskEnd"') for log in events.rglob("*") if log.is_file()
+                for line in log.read_text().splitlines())
+    usage = sampler.usage()
+    run = SparkRun(label, rows, channels, summary["records"], summary["rounds"], tasks, wall,
+                   {k: usage.cpu_s.get(k, 0.0) for k in KINDS}, {k: usage.peak_rss_mb.get(k, 0.0) for k in KINDS},
+                   summary["peak_task_rss_bytes"] / 2**20, process_cpu_s(emu.process.pid) - emu_cpu,
+                   emu.control.request_counts())
+    print(f"  {label}: {run.records:,} records, {run.rounds} rounds, {run.tasks} tasks, {wall:.1f} s, CPU "
+          + ", ".join(f"{k} {v:.1f}" for k, v in run.cpu_s.items()), flush=True)
+    return run
+
+
+def measure_point(rows: int, channels: int) -> list[SparkRun]:
+    args = ["--stream-partitions", str(channels), "--base-channel-rows", str(-(-rows // channels)),
+            "--log-level", "WARNING"]
+    with EmulatorProcess(extra_args=args) as emu, TableClient(**emu.client_kwargs) as tables, \
+            TunnelClient(**emu.client_kwargs) as tunnels, tempfile.TemporaryDirectory(prefix="scale-spark-") as tmp:
+        started = time.monotonic()
+        load_user_rows(tables, TABLE, rows, stream=StreamSpec(enabled=True, expiration_hours=24))
+        tunnels.create_tunnel(TABLE, TUNNEL, TunnelType.BASE_AND_STREAM)
+        keys = range(0, rows, CHANGES_FRACTION)
+        tables.write_rows(RowWrite(TABLE, WriteType.UPDATE, (("id", i),), (Column("score", -i),)) for i in keys)
+        time.sleep(1.0)
+        cutoff = datetime.now(UTC).isoformat()
+        print(f"  loaded {rows:,} rows + {len(keys):,} changes at {channels} channels in "
+              f"{time.monotonic() - started:.0f} s", flush=True)
+        full = run_phase(emu, "full", rows, channels, Path(tmp), None)
+        incremental = run_phase(emu, "incremental", rows, channels, Path(tmp), cutoff)
+        # the same window again: nothing left to read, so this run is the fixed cost of a spark-submit
+        startup = run_phase(emu, "incremental", rows, channels, Path(tmp), cutoff, label="start-up")
+    if full.records != rows or incremental.records != len(keys):
+        raise RuntimeError(f"records {full.records} + {incremental.records}, expected {rows} + {len(keys)}")
+    return [full, incremental, startup]
+
+
+def report(runs: list[SparkRun], command: str) -> str:
+    lines = [
+        "# Scale: the Spark consumer against rows and channels",
+        "",
+        f"Command: `{command}`",
+        "",
+        "Each point: one emulator process, a table of `rows` rows (int key + 4 small columns) with its stream on, "
+        f"one BaseAndStream tunnel, `rows / {CHANGES_FRACTION}` updates; `channels` is both the stream partitions "
+        "and the number of BaseData channels. The consumer runs with `spark-submit --master local[2]` into a "
+        "Parquet change log, the full phase then the incremental phase. CPU per 100k records by process "
+        "(sampled from /proc every 0.2 s): the JVM (driver and, in local mode, the executors' JVM side), the "
+        "driver's Python (the tunnel session, planning, checkpoints) and the executors' Python workers (reading, "
+        "decoding, Arrow, Parquet). Tasks from Spark's event log; \"task RSS\" is the Python workers' peak from "
+        "the consumer's summary. A third run per point (`start-up`) repeats the incremental window with nothing "
+        "left to read: the fixed cost of a `spark-submit`, which the ratios below subtract. 2 vCPUs shared by "
+        "Spark and the emulator.",
+        "",
+        "| phase | rows | channels | records | rounds | Spark tasks | wall s | JVM CPU-s / 100k | driver Python "
+        "CPU-s / 100k | executor Python CPU-s / 100k | JVM peak MB | driver Python peak MB | task RSS MB "
+        "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / s | Checkpoint / 100k | GetCheckpoint / 100k |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        lines.append(
+            f"| {r.phase} | {r.rows:,} | {r.channels} | {r.records:,} | {r.rounds} | {r.tasks} | {r.wall_s:.1f} "
+            f"| {r.per_100k(r.cpu_s['jvm']):.2f} | {r.per_100k(r.cpu_s['driver python']):.2f} "
+            f"| {r.per_100k(r.cpu_s['executor python']):.2f} | {r.peak_rss_mb['jvm']:.0f} "
+            f"| {r.peak_rss_mb['driver python']:.0f} | {r.task_rss_mb:.0f} | {r.per_100k(r.emulator_cpu_s):.2f} "
+            f"| {r.per_100k(r.requests.get(APIS[0], 0)):.1f} | {r.requests.get(APIS[1], 0) / r.wall_s:.2f} "
+            f"| {r.per_100k(r.requests.get(APIS[2], 0)):.1f} | {r.per_100k(r.requests.get(APIS[3], 0)):.1f} |")
+    lines += ["", *ratios(runs), ""]
+    for chart in sorted(RESULTS.glob("scale-spark-*.png")):
+        lines += [f"![{chart.stem}](benchmarks/results/{chart.name})", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _total(run: SparkRun) -> float:
+    return sum(run.cpu_s.values())
+
+
+def _work(run: SparkRun, runs: list[SparkRun]) -> float:
+    """CPU seconds of a run beyond the fixed cost of a ``spark-submit`` (the start-up run at its point)."""
+    startup = next(r for r in runs if r.phase == "start-up" and (r.rows, r.channels) == (run.rows, run.channels))
+    return _total(run) - _total(startup)
+
+
+def ratios(runs: list[SparkRun]) -> list[str]:
+    """10x rows (CPU and wall at most 10.5x, memory within 1.2x) and 256 vs 4 channels (CPU per record)."""
+    out = []
+    for phase in ("full", "incremental"):
+        mine = {(r.rows, r.channels): r for r in runs if r.phase == phase}
+        rows_points = sorted(k for k in mine if k[1] == 16)
+        if len(rows_points) >= 2:
+            small, big = mine[rows_points[0]], mine[rows_points[-1]]
+            out.append(f"- {phase}, {big.rows / small.rows:.0f}x rows: CPU {_total(big) / _total(small):.2f}x, "
+                       f"beyond start-up {_work(big, runs) / _work(small, runs):.2f}x "
+                       f"(executors {big.cpu_s['executor python'] / small.cpu_s['executor python']:.2f}x), wall "
+                       f"{big.wall_s / small.wall_s:.2f}x, task RSS {big.task_rss_mb / small.task_rss_mb:.2f}x, "
+                       f"JVM peak {big.peak_rss_mb['jvm'] / small.peak_rss_mb['jvm']:.2f}x.")
+        by_channels = sorted((k for k in mine if k[0] == max(r for r, _ in mine)), key=lambda k: k[1])
+        if len(by_channels) >= 2 and by_channels[0][1] != by_channels[-1][1]:
+            few, many = mine[by_channels[0]], mine[by_channels[-1]]
+            per_record = many.per_100k(_work(many, runs)) / few.per_100k(_work(few, runs))
+            extra_tasks = many.tasks - few.tasks
+            out.append(f"- {phase}, {few.channels} → {many.channels} channels: CPU per record beyond start-up "
+                       f"{per_record:.2f}x, "
+                       f"Spark tasks {few.tasks} → {many.tasks}, heartbeats per second "
+                       f"{few.requests.get(APIS[1], 0) / few.wall_s:.2f} → "
+                       f"{many.requests.get(APIS[1], 0) / many.wall_s:.2f}"
+                       + (f"; each further task cost {1000 * (_work(many, runs) - _work(few, runs)) / extra_tasks:.0f} "
+                          "ms of CPU (driver and executors)." if extra_tasks > 0 else "."))
+    return out
+
+
+def charts(runs: list[SparkRun]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    channel_rows = max((r.rows for r in runs if r.channels != 16), default=None)
+    for axis in ("rows", "channels"):
+        points = [r for r in runs if (r.channels == 16 if axis == "rows" else r.rows == channel_rows)]
+        if len({getattr(r, axis) for r in points}) < 2:
+            continue
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+        for phase in ("full", "incremental"):
+            mine = sorted((r for r in points if r.phase == phase), key=lambda r: getattr(r, axis))
+            xs = [getattr(r, axis) for r in mine]
+            if axis == "rows":
+                left.plot(xs, [_work(r, runs) for r in mine], marker="o", label=f"{phase}: CPU-s beyond start-up")
+                right.plot(xs, [r.wall_s for r in mine], marker="o", label=f"{phase}: wall s")
+                left.set_yscale("log")
+                right.set_yscale("log")
+            else:
+                left.plot(xs, [r.per_100k(_work(r, runs)) for r in mine], marker="o",
+                          label=f"{phase}: CPU-s / 100k beyond start-up")
+                right.plot(xs, [r.tasks for r in mine], marker="o", label=f"{phase}: Spark tasks")
+        for ax in (left, right):
+            ax.set_xscale("log")
+            ax.set_xlabel("rows (16 channels)" if axis == "rows" else "channels (rows fixed)")
+            ax.grid(True, alpha=0.3)
+            ax.legend()
+        fig.suptitle(f"Spark consumer cost against {axis}")
+        fig.tight_layout()
+        fig.savefig(RESULTS / f"scale-spark-{axis}.png", dpi=80)
+        plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--axis", choices=("rows", "channels", "both"), default="both")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies every row count")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args(argv)
+    points: list[tuple[int, int]] = []
+    if args.axis in ("rows", "both"):
+        points += ROWS_POINTS
+    if args.axis in ("channels", "both"):
+        points += CHANNEL_POINTS
+    runs: list[SparkRun] = []
+    for rows, channels in points:
+        rows = int(rows * args.scale)
+        print(f"== {rows:,} rows, {channels} channels", flush=True)
+        runs += measure_point(rows, channels)
+    command = "python -m benchmarks.bench_scale_spark " + " ".join(sys.argv[1:])
+    if not args.no_write:
+        charts(runs)
+        (RESULTS / "scale-spark.json").write_text(json.dumps([asdict(r) for r in runs], indent=1))
+    text = report(runs, command)
+    print(text)
+    if not args.no_write:
+        RESULTS_FILE.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
