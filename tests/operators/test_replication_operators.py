@@ -27,7 +27,7 @@ from airflow_tablestore.operators.replication import (
     plan_branches,
 )
 from airflow_tablestore.operators.spark_submit import consumer_arguments
-from airflow_tablestore.spark.sinks.parquet import REBUILD_PENDING, prepare_rebuild
+from airflow_tablestore.client.changelog import REBUILD_PENDING, prepare_rebuild
 
 DEFAULTS: dict[str, Any] = {  # the example DAG's defaults, with the tables set
     "tablestore_conn_id": "tablestore_default", "sink_tablestore_conn_id": "tablestore_default",
