@@ -155,7 +155,7 @@ def test_partitioned_by_commit_hour(tmp_path: Path) -> None:
     assert [r.primary_key for r in arrow_to_records(read_change_log(str(tmp_path / "interval=20261123T12")))] == \
         [(("id", 1),), (("id", 2),)]
     assert changelog.interval_partitions(datetime(2026, 11, 23, 12, tzinfo=UTC),
-                                            datetime(2026, 11, 23, 14, tzinfo=UTC), "hour") == [
+                                         datetime(2026, 11, 23, 14, tzinfo=UTC), "hour") == [
         "20261123T12", "20261123T13"]
     # positions in the round are kept across partitions
     assert sorted(read_change_log(str(tmp_path)).column("record_index").to_pylist()) == [0, 1, 2, 3]
@@ -192,8 +192,8 @@ def test_replace_partitions_swaps_whole_partitions(tmp_path: Path) -> None:
     _round(rebuilt, "other", "C", "D", 1, [_at(h12 + 1, 7)])
     rebuilt.publish("other", "C", "D", 1)
     swapped = changelog.replace_partitions(str(log), str(log / "_rebuild" / "x"),
-                                              datetime(2026, 11, 23, 11, tzinfo=UTC),
-                                              datetime(2026, 11, 23, 13, tzinfo=UTC), "hour")
+                                           datetime(2026, 11, 23, 11, tzinfo=UTC),
+                                           datetime(2026, 11, 23, 13, tzinfo=UTC), "hour")
     assert swapped == ["20261123T11", "20261123T12"]
     assert [r.primary_key for r in arrow_to_records(read_change_log(str(log / "interval=20261123T12")))] == \
         [(("id", 7),)]
@@ -222,11 +222,11 @@ def test_replace_partitions_resumes_a_swap_that_stopped_half_way(tmp_path: Path)
     (log / "interval=20261123T11").mkdir()
     interval = (datetime(2026, 11, 23, 11, tzinfo=UTC), datetime(2026, 11, 23, 13, tzinfo=UTC))
     assert changelog.replace_partitions(str(log), str(rebuilt), *interval, "hour") == ["20261123T11",
-                                                                                         "20261123T12"]
+                                                                                      "20261123T12"]
     assert list((log / "interval=20261123T11").iterdir()) == []
     assert [p.name for p in (log / "interval=20261123T12").iterdir()] == ["new.parquet"]
     assert not (log / "_rebuild").exists() and not (log / "_replaced").exists()
     # once more (the swap is complete): nothing changes
     assert changelog.replace_partitions(str(log), str(rebuilt), *interval, "hour") == ["20261123T11",
-                                                                                         "20261123T12"]
+                                                                                      "20261123T12"]
     assert [p.name for p in (log / "interval=20261123T12").iterdir()] == ["new.parquet"]
