@@ -56,7 +56,8 @@ def tree_entries() -> set[str]:
 def test_the_map_lists_exactly_the_tree() -> None:
     listed, actual = map_entries(), tree_entries()
     assert not actual - listed, f"in the tree, missing from docs/ARCHITECTURE.md: {sorted(actual - listed)}"
-    assert not listed - actual, f"in docs/ARCHITECTURE.md, not in the tree: {sorted(listed - actual)}"
+    missing = {entry for entry in listed - actual if not (REPO / entry).is_file()}  # data files may be listed too
+    assert not missing, f"in docs/ARCHITECTURE.md, not in the tree: {sorted(missing)}"
 
 
 _PATH = re.compile(r"`((?:airflow_tablestore/)?(?:[a-z_0-9]+/)+[a-z_0-9]+\.(?:py|proto|md|sh)|"

@@ -1,7 +1,20 @@
-"""Architecture rules: client/, emulator/ import without Airflow or PySpark; spark/, example jobs without Airflow."""
+"""Architecture rules, checked twice: by importing each layer with its forbidden dependencies blocked, and by
+reading every import statement of every module with ``ast`` (imports inside functions included, which an import
+run does not reach).
+
+* client/ and emulator/ never import airflow or pyspark; the emulator never imports the client.
+* spark/ and the example DAGs' PySpark jobs never import airflow.
+* The Airflow layer never imports spark/, except the driver-side submit path: ``operators/spark_submit.py``
+  builds the consumer's ``spark-submit`` call from :data:`SUBMIT_PATH` (where the application file and its log
+  configuration are, the consumer's own argument parser to check the arguments before submitting, its exit
+  codes, and the spark-submit/Java preflight), all importable without pyspark.
+* No import cycle between spark/'s subpackages (consumer, datasource, stream, sinks and the shared modules), nor
+  between any two of its modules.
+"""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -68,3 +81,157 @@ def test_emulator_does_not_import_client() -> None:
         if _CLIENT_IMPORT.search(path.read_text())
     ]
     assert offenders == []
+
+
+# -- every import statement, read with ast ------------------------------------------------------------------
+AIRFLOW_LAYER = ("hooks", "operators", "sensors", "triggers", "assets", "links", "ui", "example_dags")
+SUBMIT_PATH = {
+    "airflow_tablestore/operators/spark_submit.py": {
+        "airflow_tablestore.spark.consumer.job",
+        "airflow_tablestore.spark.consumer.options",
+        "airflow_tablestore.spark.consumer.preflight",
+    },
+}
+"""The spark/ modules the Airflow layer may import, by importer: the driver-side submit path."""
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_module(name: str) -> bool:
+    where = PACKAGE.parent.joinpath(*name.split("."))
+    return where.with_suffix(".py").exists() or (where / "__init__.py").exists() or any(
+        where.parent.glob(where.name + ".*.so")) or where.with_suffix(".c").exists()
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth of its code (relative imports resolved; ``from X import y``
+    counts ``X.y`` when that is a module of the package)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            found.add(source)
+            for alias in node.names:
+                if _is_module(f"{source}.{alias.name}"):
+                    found.add(f"{source}.{alias.name}")
+    return found
+
+
+def _files(*subpackages: str) -> list[Path]:
+    return sorted(p for sub in subpackages for p in (PACKAGE / sub).rglob("*.py"))
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+@pytest.mark.parametrize(
+    ("subpackages", "blocked"),
+    [(("client", "emulator"), {"airflow", "pyspark"}), (("spark", "example_dags/jobs"), {"airflow"})],
+)
+def test_no_forbidden_import_anywhere_in_the_code(subpackages: tuple[str, ...], blocked: set[str]) -> None:
+    offenders = sorted(f"{path.relative_to(PACKAGE.parent)}: {name}" for path in _files(*subpackages)
+                       for name in imports_of(path) if _top(name) in blocked)
+    assert offenders == []
+
+
+def test_the_emulator_imports_nothing_of_the_client_anywhere() -> None:
+    offenders = sorted(f"{path.relative_to(PACKAGE.parent)}: {name}" for path in _files("emulator")
+                       for name in imports_of(path) if name.startswith("airflow_tablestore.client"))
+    assert offenders == []
+
+
+def test_the_airflow_layer_imports_spark_only_on_the_submit_path() -> None:
+    offenders = []
+    for path in _files(*AIRFLOW_LAYER):
+        if "jobs" in path.relative_to(PACKAGE).parts:  # the example DAGs' PySpark jobs run on Spark
+            continue
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        allowed = SUBMIT_PATH.get(rel, set())
+        offenders += [f"{rel}: {name}" for name in sorted(imports_of(path))
+                      if name.startswith("airflow_tablestore.spark") and name not in allowed]
+    assert offenders == []
+
+
+def test_the_submit_path_imports_without_pyspark() -> None:
+    """What the Airflow layer imports of spark/ is imported in an Airflow worker, where PySpark may be absent."""
+    modules = sorted(set().union(*SUBMIT_PATH.values()))
+    code = _BLOCKER.format(blocked=["pyspark"], modules=modules)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (a path whose last node is its first), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def _spark_graph(unit: int | None) -> dict[str, set[str]]:
+    """Imports between spark/'s modules; ``unit`` 3 folds them into subpackages (``airflow_tablestore.spark.x``)."""
+    graph: dict[str, set[str]] = {}
+    for path in _files("spark"):
+        source = ".".join(_module_name(path).split(".")[:unit])
+        targets = {".".join(name.split(".")[:unit]) for name in imports_of(path)
+                   if name.startswith("airflow_tablestore.spark.")}
+        graph.setdefault(source, set()).update(targets - {source})
+    return graph
+
+
+def test_the_cycle_check_sees_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_between_spark_subpackages() -> None:
+    graph = _spark_graph(3)
+    assert _cycle(graph) is None
+    spark = "airflow_tablestore.spark."
+    # the products stand apart: the data sources never reach into the consumer or its sinks
+    for product in ("datasource", "stream"):
+        assert not graph[spark + product] & {spark + "consumer", spark + "sinks"}, graph[spark + product]
+    assert spark + "stream" not in graph[spark + "datasource"]
+
+
+def test_no_import_cycle_between_spark_modules() -> None:
+    graph = _spark_graph(None)
+    for source in graph:  # a package's __init__ is not an edge of its modules' cycles
+        graph[source] = {t for t in graph[source] if not source.startswith(t + ".")}
+    assert _cycle(graph) is None
+
+
+def test_imports_inside_functions_are_seen(tmp_path: Path) -> None:
+    """The ast reader finds an import made inside a function (which the import-time check never runs)."""
+    probe = PACKAGE / "spark" / "format.py"
+    assert "airflow_tablestore.spark.stream.reader" in imports_of(probe)  # imported inside streamReader()

@@ -10,7 +10,8 @@ project's):
   :class:`~airflow_tablestore.client.retry.RetryPolicy`; throttling starts slower because the service asked).
 * :data:`EMPTY_READ`: a tunnel stream channel that had nothing new to read (the tunnel worker).
 * :data:`PROCESSOR_RETRY`: redelivering a batch whose processing raised (the stream worker).
-* :data:`TUNNEL_SESSION_RETRY`: a Spark driver's Connect or Checkpoint that failed transiently.
+* :data:`NEW_TABLE_WRITE`: a write into a table just created, which the service may not accept at once (the
+  streaming source's position table).
 * :data:`FAILED_ROUND`: a Spark round in which every channel failed (the next round waits longer each time).
 * :data:`FINISH_CHECKPOINT_RETRY`: the tunnel worker's "finished" checkpoint that the server did not take.
 
@@ -70,7 +71,7 @@ REQUEST_RETRY = Backoff(base_s=0.1, factor=2.0, jitter=0.0, max_s=3.0, full_jitt
 THROTTLED_REQUEST_RETRY = Backoff(base_s=0.3, factor=2.0, jitter=0.0, max_s=3.0, full_jitter=True)
 EMPTY_READ = Backoff()
 PROCESSOR_RETRY = Backoff(base_s=0.1, factor=2.0, jitter=0.0, max_s=10.0)
-TUNNEL_SESSION_RETRY = Backoff(base_s=0.2, factor=2.0, jitter=0.0, max_s=5.0)
+NEW_TABLE_WRITE = Backoff(base_s=0.5, factor=1.0, jitter=0.0, max_s=5.0, linear=True)
 FAILED_ROUND = Backoff(base_s=1.0, factor=2.0, jitter=0.0, max_s=30.0)
 FINISH_CHECKPOINT_RETRY = Backoff(base_s=0.2, factor=1.0, jitter=0.0, max_s=1.0, linear=True)
 

@@ -2,6 +2,8 @@
 
 * Throttling / transient-contention codes (``OTSServerBusy``, ``OTSRowOperationConflict``, ...) are retried
   for **every** operation: the service guarantees nothing was applied.
+* Permanent errors (credentials, permissions, bad parameters, missing or expired objects: ``PERMANENT_ERRORS``)
+  are never retried, and a long-lived consumer (the tunnel session) stops on them at once (:meth:`is_permanent`).
 * Server errors (5xx, ``OTSInternalServerError``, ``OTSTimeout``, ...), timeouts and connection errors are
   retried only for **idempotent** operations (reads, listings, tunnel reads), because a write may have been
   applied before the failure.
@@ -21,6 +23,7 @@ from typing import TypeVar
 
 from airflow_tablestore.client.backoff import REQUEST_RETRY, THROTTLED_REQUEST_RETRY, Backoff
 from airflow_tablestore.client.errors import (
+    PERMANENT_ERRORS,
     TablestoreError,
     TablestoreNetworkError,
     TablestoreServiceError,
@@ -93,6 +96,11 @@ class RetryPolicy:
         if error.code == "OTSQuotaExhausted":
             return error.message.strip() == QUOTA_RETRY_MESSAGE
         return error.code in THROTTLING_CODES
+
+    @staticmethod
+    def is_permanent(error: BaseException) -> bool:
+        """Whether ``error`` is an answer no retry or reconnect can change (the caller fails at once)."""
+        return isinstance(error, PERMANENT_ERRORS)
 
     def is_retryable(self, error: BaseException, *, idempotent: bool) -> bool:
         """Whether ``error`` may be retried for an operation of the given idempotency."""

@@ -19,6 +19,7 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from airflow_tablestore.client.changelog import prepare_rebuild, replace_partitions
 from airflow_tablestore.hooks.arguments import check_choice, check_non_empty, check_table_name
 from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook
@@ -58,7 +59,7 @@ class TablestoreCreateRebuildTunnelOperator(TablestoreBaseOperator[TablestoreTun
     Fails at once, changing nothing, when the interval starts before the oldest change the table's stream
     still holds. A rebuild tunnel an earlier attempt left is deleted and created again, and the staging change
     log is emptied each time (the new tunnel reads the interval from its start: what an earlier attempt staged
-    would be duplicated) and marked as not swapped in yet (``spark.sinks.parquet.prepare_rebuild``).
+    would be duplicated) and marked as not swapped in yet (``client.changelog.prepare_rebuild``).
 
     :param table_name: the source table.
     :param tunnel_name: the main tunnel's name; the rebuild tunnel is ``<tunnel_name>-rebuild-<start>``.
@@ -86,8 +87,6 @@ class TablestoreCreateRebuildTunnelOperator(TablestoreBaseOperator[TablestoreTun
         self.plan_task_id = plan_task_id
 
     def execute(self, context: Context) -> dict[str, str]:
-        from airflow_tablestore.spark.sinks.parquet import prepare_rebuild
-
         if self.plan_task_id:
             chosen = context["ti"].xcom_pull(task_ids=self.plan_task_id, key=PLAN_XCOM_KEY) or []
             if self.task_id not in chosen:
@@ -147,8 +146,6 @@ class TablestoreSwapRebuiltPartitionsOperator(TablestoreBaseOperator[TablestoreT
         self.partition_by = partition_by
 
     def execute(self, context: Context) -> list[str]:
-        from airflow_tablestore.spark.sinks.parquet import replace_partitions
-
         with fail_fast():
             _check_names(self.table_name, self.tunnel_name, parquet_path=self.parquet_path,
                          staging_path=self.staging_path)

@@ -23,6 +23,7 @@ from airflow.sdk import Asset, AssetAlias, BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.assets.tablestore import create_asset
+from airflow_tablestore.client.changelog import aligned, interval_partitions
 from airflow_tablestore.hooks.arguments import check_choice, check_non_empty, check_table_name
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
 from airflow_tablestore.hooks.failures import fail_fast
@@ -118,7 +119,6 @@ def plan_branches(*, full_done: bool, progress: Progress, sink_type: str, start:
     :param wait_task_id: the task that follows when there is nothing to run.
     """
     from airflow_tablestore.client.epoch import to_ns
-    from airflow_tablestore.spark.sinks.parquet import aligned
 
     next_phase = incremental_phase_task_id if full_done else full_phase_task_id
     branches = [] if full_done and progress.done else [next_phase]
@@ -331,8 +331,6 @@ class TablestoreAnnounceReplicationOperator(BaseOperator):
             with fail_fast():  # a connection that is missing or malformed
                 instance = TablestoreHook(self.sink_tablestore_conn_id).get_config().instance_name
             return [create_asset(instance=instance, table=self.destination_table)]
-        from airflow_tablestore.spark.sinks.parquet import interval_partitions
-
         root = (self.parquet_path or "").rstrip("/")
         root = root if "://" in root else "file://" + os.path.abspath(root)
         partitions = interval_partitions(start, end, self.partition_by) if start and end else []

@@ -2,5 +2,7 @@
 
 :mod:`.consumer` is the tunnel consumer (a ``spark-submit`` application), :mod:`.datasource` the ``tablestore``
 data source (``spark.read``/``df.write``), :mod:`.stream` its streaming source, :mod:`.sinks` where the consumer
-writes; :mod:`.arrow` and :mod:`.changes` turn Tablestore answers into Arrow for all of them.
+writes; :mod:`.format` is the ``tablestore`` format's entry point over the data source and the streaming source;
+:mod:`.arrow` and :mod:`.changes` turn Tablestore answers into Arrow for all of them. The subpackages import each
+other one way only (``tests/test_layering.py``): consumer → sinks, stream → datasource.
 """

@@ -7,10 +7,10 @@ import pytest
 from airflow_tablestore.client.backoff import (
     EMPTY_READ,
     FAILED_ROUND,
+    NEW_TABLE_WRITE,
     PROCESSOR_RETRY,
     REQUEST_RETRY,
     THROTTLED_REQUEST_RETRY,
-    TUNNEL_SESSION_RETRY,
     Backoff,
     spread,
 )
@@ -52,7 +52,7 @@ def test_every_user_takes_its_preset() -> None:
 
 
 def test_spark_presets_match_the_delays_they_replaced() -> None:
-    assert [round(TUNNEL_SESSION_RETRY.delay(n), 6) for n in range(7)] == [0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0]
+    assert [NEW_TABLE_WRITE.delay(n) for n in range(4)] == [0.5, 1.0, 1.5, 2.0]  # the position table's wait
     assert [FAILED_ROUND.delay(n) for n in range(7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
 
 

@@ -1,18 +1,23 @@
-"""Table-driven tests of the tunnel-session core that TunnelWorker and the Spark driver share: the version
-rule, what a client reports for each channel status, and the checkpoint rule (pure functions: no server; the
-checkpoint cases run against the emulator)."""
+"""The tunnel session that TunnelWorker and the Spark driver share: table-driven tests of the version rule and
+what a client reports for each channel status (pure functions: no server); the checkpoint rule and what each
+failure means (lost, fatal, transient) against the emulator."""
 
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 import pytest
 
+from airflow_tablestore.client.errors import InvalidParameterError, ResourceGoneError, TunnelNotFoundError
 from airflow_tablestore.client.model import ChannelStatus
+from airflow_tablestore.client.retry import RetryPolicy
 from airflow_tablestore.client.tunnel.client import Channel, TunnelClient
 from airflow_tablestore.client.tunnel.session import (
     CheckpointOutcome,
+    SessionLostError,
+    TunnelSession,
     merge_channels,
     report_for,
     store_checkpoint,
@@ -136,3 +141,87 @@ def test_checkpoint_of_a_channel_no_longer_ours(held_channel: Any) -> None:
     result = store_checkpoint(client, tunnel_id, other, channel, next_token, seq + 1)
     assert result.outcome is CheckpointOutcome.GONE and result.error is not None
     assert result.error.code == "OTSResourceGone"
+
+
+# -- the session: lost, fatal and transient failures against the emulator -----------------------------------
+@pytest.fixture
+def stream_tunnel(tablestore_client: Any, tablestore_tunnel_client: TunnelClient) -> tuple[str, str]:
+    from airflow_helpers import simple_schema, unique
+
+    table = unique("sess")
+    tablestore_client.create_table(simple_schema(table))
+    return table, tablestore_tunnel_client.create_tunnel(table, "t", "Stream")
+
+
+@pytest.fixture
+def once_client(tablestore_emulator: Any) -> Any:
+    """A tunnel client whose transport never retries: each emulator fault reaches the session."""
+    with TunnelClient(**tablestore_emulator.client_kwargs, retry=RetryPolicy.no_retry()) as client:
+        yield client
+
+
+def test_a_transient_heartbeat_failure_keeps_the_session(tablestore_emulator: Any, once_client: TunnelClient,
+                                                         stream_tunnel: tuple[str, str]) -> None:
+    session = TunnelSession(once_client, stream_tunnel[1], client_timeout_s=60)
+    session.connect()
+    tablestore_emulator.control.add_fault("/tunnel/heartbeat", "OTSInternalServerError", status=500, count=1)
+    assert session.heartbeat([]) is None  # beat again later
+    assert not session.lost and session.fatal is None
+    assert session.heartbeat([]) is not None
+    session.shutdown()
+
+
+def test_no_heartbeat_for_the_client_timeout_loses_the_session(tablestore_emulator: Any, once_client: TunnelClient,
+                                                               stream_tunnel: tuple[str, str]) -> None:
+    session = TunnelSession(once_client, stream_tunnel[1], client_timeout_s=0.2)
+    session.connect()
+    time.sleep(0.3)  # longer than the client timeout since the last success (the connect)
+    tablestore_emulator.control.add_fault("/tunnel/heartbeat", "OTSInternalServerError", status=500, count=1)
+    with pytest.raises(SessionLostError, match="no successful heartbeat"):
+        session.heartbeat([])
+    assert session.lost
+    with pytest.raises(SessionLostError):
+        session.check()
+
+
+def test_a_forgotten_client_is_lost_and_not_shut_down(tablestore_emulator: Any, tablestore_tunnel_client: TunnelClient,
+                                                      stream_tunnel: tuple[str, str]) -> None:
+    session = TunnelSession(tablestore_tunnel_client, stream_tunnel[1], client_timeout_s=60)
+    client_id = session.connect()
+    tablestore_emulator.control.add_fault("/tunnel/heartbeat", "OTSResourceGone", status=410, count=1)
+    with pytest.raises(SessionLostError) as lost:
+        session.heartbeat([])
+    assert isinstance(lost.value.__cause__, ResourceGoneError)
+    session.shutdown()  # no Shutdown RPC for a lost client (the fault only answered 410; the server knows it)
+    tablestore_tunnel_client.heartbeat(stream_tunnel[1], client_id, [])  # would be 410 after a Shutdown
+    assert session.connect() != client_id and not session.lost  # a new client id, a fresh session
+    session.shutdown()
+
+
+def test_a_deleted_tunnel_is_fatal_at_once(tablestore_tunnel_client: TunnelClient,
+                                           stream_tunnel: tuple[str, str]) -> None:
+    table, tunnel_id = stream_tunnel
+    session = TunnelSession(tablestore_tunnel_client, tunnel_id, client_timeout_s=60)
+    session.connect()
+    tablestore_tunnel_client.delete_tunnel(table, "t")
+    with pytest.raises(InvalidParameterError) as fatal:  # not retried until a timeout: no retry can fix it
+        session.heartbeat([])
+    assert session.fatal is fatal.value
+    with pytest.raises(InvalidParameterError):
+        session.check()
+    with pytest.raises(TunnelNotFoundError):  # connect to a missing tunnel: the typed error, not "lost"
+        TunnelSession(tablestore_tunnel_client, tunnel_id, client_timeout_s=60).connect()
+
+
+def test_a_checkpoint_that_fails_transiently_is_retried_under_the_same_number(
+        tablestore_emulator: Any, held_channel: Any) -> None:
+    client, tunnel_id, client_id, channel, _, seq, next_token = held_channel
+    session = TunnelSession(client, tunnel_id, client_timeout_s=60)
+    session.client_id = client_id
+    tablestore_emulator.control.add_fault("/tunnel/checkpoint", "OTSInternalServerError", status=500, count=2)
+    try:
+        result = session.store(channel, next_token, seq + 1)
+    finally:
+        tablestore_emulator.control.clear_faults()
+    assert result.outcome is CheckpointOutcome.STORED
+    assert client.get_checkpoint(tunnel_id, client_id, channel) == (next_token, seq + 1)

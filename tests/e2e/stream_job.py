@@ -16,7 +16,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from airflow_tablestore.spark.datasource.source import TablestoreDataSource
+from airflow_tablestore.spark.format import TablestoreDataSource
 
 
 def start(spark: Any, sink: str, table: str, output: str, checkpoint: str, extra: list[str]) -> Any:

@@ -12,6 +12,7 @@ from airflow.sdk import AssetAlias
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from airflow_helpers import unique
 
+from airflow_tablestore.client.changelog import REBUILD_PENDING, prepare_rebuild
 from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.operators.rebuild import (
     TablestoreCreateRebuildTunnelOperator,
@@ -27,7 +28,6 @@ from airflow_tablestore.operators.replication import (
     plan_branches,
 )
 from airflow_tablestore.operators.spark_submit import consumer_arguments
-from airflow_tablestore.spark.sinks.parquet import REBUILD_PENDING, prepare_rebuild
 
 DEFAULTS: dict[str, Any] = {  # the example DAG's defaults, with the tables set
     "tablestore_conn_id": "tablestore_default", "sink_tablestore_conn_id": "tablestore_default",

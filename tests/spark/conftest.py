@@ -40,7 +40,7 @@ def spark() -> Iterator[Any]:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
-    from airflow_tablestore.spark.datasource.source import TablestoreDataSource
+    from airflow_tablestore.spark.format import TablestoreDataSource
 
     session = (SparkSession.builder.master("local[2]").appName("test-tablestore-spark")
                .config("spark.ui.enabled", "false")

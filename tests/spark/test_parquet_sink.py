@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from airflow_tablestore.client import changelog
+from airflow_tablestore.client.changelog import chunk_path, safe_name
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import ActionType, Column, Record, SequenceInfo
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks import parquet as parquet_sink
-from airflow_tablestore.spark.sinks.parquet import ParquetSink, chunk_path, read_change_log, safe_name
+from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
 
 
 def _recs(start: int, n: int) -> list[Record]:
@@ -64,7 +66,7 @@ def test_recovery_publishes_only_the_committed_round(tmp_path: Path) -> None:
     got = arrow_to_records(read_change_log(str(tmp_path)))
     assert sorted(got, key=lambda r: r.primary_key) == _recs(0, 8)  # exactly once each
     staged = sorted(p.name for p in (tmp_path / "_staging").rglob("*.parquet"))
-    assert staged == [parquet_sink.staged_name(8, "C", "D")]  # seq > stored: may still be committed
+    assert staged == [changelog.staged_name(8, "C", "D")]  # seq > stored: may still be committed
     sink.recover("ch", "C", 7)
     assert read_change_log(str(tmp_path)).num_rows == 8
 
@@ -148,12 +150,12 @@ def test_partitioned_by_commit_hour(tmp_path: Path) -> None:
     assert _round(sink, "ch", "A", "B", 1, records) == 4
     sink.publish("ch", "A", "B", 1)
     assert _published(tmp_path) == sorted(
-        f"interval={p}/channel=ch/part-{parquet_sink.chunk_id('A')}.parquet"
+        f"interval={p}/channel=ch/part-{changelog.chunk_id('A')}.parquet"
         for p in ("base", "20261123T12", "20261123T13"))
     assert [r.primary_key for r in arrow_to_records(read_change_log(str(tmp_path / "interval=20261123T12")))] == \
         [(("id", 1),), (("id", 2),)]
-    assert parquet_sink.interval_partitions(datetime(2026, 11, 23, 12, tzinfo=UTC),
-                                            datetime(2026, 11, 23, 14, tzinfo=UTC), "hour") == [
+    assert changelog.interval_partitions(datetime(2026, 11, 23, 12, tzinfo=UTC),
+                                         datetime(2026, 11, 23, 14, tzinfo=UTC), "hour") == [
         "20261123T12", "20261123T13"]
     # positions in the round are kept across partitions
     assert sorted(read_change_log(str(tmp_path)).column("record_index").to_pylist()) == [0, 1, 2, 3]
@@ -185,13 +187,13 @@ def test_replace_partitions_swaps_whole_partitions(tmp_path: Path) -> None:
     _round(old, "ch", "A", "B", 1, [_at(h12, 1), _at(h12 + 3_600_000_000, 2)])  # 12:30 and 13:30
     old.publish("ch", "A", "B", 1)
     (log / "interval=20261123T12" / "stray.parquet").write_bytes(b"not parquet")
-    parquet_sink.prepare_rebuild(str(log / "_rebuild" / "x"))
+    changelog.prepare_rebuild(str(log / "_rebuild" / "x"))
     rebuilt = ParquetSink(str(log / "_rebuild" / "x"), partition_by="hour")
     _round(rebuilt, "other", "C", "D", 1, [_at(h12 + 1, 7)])
     rebuilt.publish("other", "C", "D", 1)
-    swapped = parquet_sink.replace_partitions(str(log), str(log / "_rebuild" / "x"),
-                                              datetime(2026, 11, 23, 11, tzinfo=UTC),
-                                              datetime(2026, 11, 23, 13, tzinfo=UTC), "hour")
+    swapped = changelog.replace_partitions(str(log), str(log / "_rebuild" / "x"),
+                                           datetime(2026, 11, 23, 11, tzinfo=UTC),
+                                           datetime(2026, 11, 23, 13, tzinfo=UTC), "hour")
     assert swapped == ["20261123T11", "20261123T12"]
     assert [r.primary_key for r in arrow_to_records(read_change_log(str(log / "interval=20261123T12")))] == \
         [(("id", 7),)]
@@ -210,21 +212,21 @@ def test_replace_partitions_resumes_a_swap_that_stopped_half_way(tmp_path: Path)
     for hour in ("11", "12"):
         (log / f"interval=20261123T{hour}").mkdir(parents=True)
         (log / f"interval=20261123T{hour}" / "old.parquet").write_bytes(b"old")
-    parquet_sink.prepare_rebuild(str(rebuilt))
+    changelog.prepare_rebuild(str(rebuilt))
     (rebuilt / "interval=20261123T12").mkdir()
     (rebuilt / "interval=20261123T12" / "new.parquet").write_bytes(b"new")
-    (rebuilt / parquet_sink.REBUILD_PENDING).rename(rebuilt / parquet_sink.REBUILD_SWAPPING)
+    (rebuilt / changelog.REBUILD_PENDING).rename(rebuilt / changelog.REBUILD_SWAPPING)
     # 11 had no changes: its empty staged partition was swapped in, the old one set aside and not deleted yet
     (log / "_replaced").mkdir()
     (log / "interval=20261123T11").rename(log / "_replaced" / "20261123T11")
     (log / "interval=20261123T11").mkdir()
     interval = (datetime(2026, 11, 23, 11, tzinfo=UTC), datetime(2026, 11, 23, 13, tzinfo=UTC))
-    assert parquet_sink.replace_partitions(str(log), str(rebuilt), *interval, "hour") == ["20261123T11",
-                                                                                         "20261123T12"]
+    assert changelog.replace_partitions(str(log), str(rebuilt), *interval, "hour") == ["20261123T11",
+                                                                                      "20261123T12"]
     assert list((log / "interval=20261123T11").iterdir()) == []
     assert [p.name for p in (log / "interval=20261123T12").iterdir()] == ["new.parquet"]
     assert not (log / "_rebuild").exists() and not (log / "_replaced").exists()
     # once more (the swap is complete): nothing changes
-    assert parquet_sink.replace_partitions(str(log), str(rebuilt), *interval, "hour") == ["20261123T11",
-                                                                                         "20261123T12"]
+    assert changelog.replace_partitions(str(log), str(rebuilt), *interval, "hour") == ["20261123T11",
+                                                                                      "20261123T12"]
     assert [p.name for p in (log / "interval=20261123T12").iterdir()] == ["new.parquet"]

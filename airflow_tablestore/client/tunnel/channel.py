@@ -4,7 +4,9 @@ The consumer holds no thread of its own: its ReadRecords calls run on the worker
 the process pool (:class:`~airflow_tablestore.client.tunnel.pools.ChannelPools`), one read and one process step
 at a time, so up to ``read_ahead`` answers are read ahead while the previous batch is processed, strictly in
 order. Progress is checkpointed every ``checkpoint_interval_s``, on close (the
-last fully processed token) and at "finished". Any failure closes the channel; the worker reports it to the
+last fully processed token) and at "finished", through the worker's :class:`~.session.TunnelSession` (the
+sequence rule: each checkpoint takes the next number; when someone else moved the channel's number, ours is
+not re-sent, the next checkpoint continues from theirs). Any failure closes the channel; the worker reports it to the
 server (CLOSE, or TERMINATED once finished) and whatever was not checkpointed is delivered again — at least
 once, order preserved.
 """
@@ -22,14 +24,13 @@ from collections.abc import Callable
 from airflow_tablestore.client.backoff import FINISH_CHECKPOINT_RETRY
 from airflow_tablestore.client.errors import ResourceGoneError, TablestoreError
 from airflow_tablestore.client.model import ChannelStatus
-from airflow_tablestore.client.tunnel.checkpointer import Checkpointer
 from airflow_tablestore.client.tunnel.client import Channel, TunnelClient
 from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
 from airflow_tablestore.client.tunnel.metrics import WorkerMetrics
 from airflow_tablestore.client.tunnel.pools import THREAD_PREFIX, ChannelPools
 from airflow_tablestore.client.tunnel.processor import ChannelContext, ChannelProcessor
 from airflow_tablestore.client.tunnel.reads import FINISHED, ReadResult, enough_data
-from airflow_tablestore.client.tunnel.session import report_for
+from airflow_tablestore.client.tunnel.session import CheckpointOutcome, TunnelSession, report_for
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class ChannelConsumer:
         self,
         *,
         client: TunnelClient,
+        session: TunnelSession,
         context: ChannelContext,
         channel: Channel,
         token: str,
@@ -81,8 +83,9 @@ class ChannelConsumer:
         self._on_closed = on_closed
         self._on_fatal = on_fatal
         self._start_token = token
-        self._checkpointer = Checkpointer(client, context.tunnel_id, context.client_id, channel.channel_id,
-                                          sequence_number, token)
+        self._session = session
+        self._next_sequence = sequence_number + 1
+        self._checkpointed = token
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._flush_on_close = True
@@ -353,7 +356,7 @@ class ChannelConsumer:
     def _finish(self) -> None:
         for attempt in range(5):
             try:
-                if self._checkpointer.checkpoint(FINISHED):
+                if self._store(FINISHED):
                     self._metrics.add("checkpoints")
                     self.finished = True
                     log.info("channel %s finished", self.channel_id)
@@ -367,13 +370,34 @@ class ChannelConsumer:
         )
 
     def _checkpoint(self, token: str) -> None:
-        if token != self._checkpointer.last_token and self._checkpointer.checkpoint(token):
+        if token != self._checkpointed and self._store(token):
             self._metrics.add("checkpoints")
+
+    def _store(self, token: str) -> bool:
+        """Checkpoint ``token`` under the next sequence number; True when stored (or already). A failure is
+        logged (the next checkpoint supersedes it); ``ResourceGoneError`` propagates: the channel is not ours."""
+        if token == self._checkpointed:
+            return True
+        try:
+            result = self._session.store(self.channel_id, token, self._next_sequence)
+        except TablestoreError as exc:
+            log.warning("channel %s: checkpoint failed (%s); will retry with the next one", self.channel_id, exc)
+            return False
+        if result.error is not None:  # GONE: the channel is no longer ours
+            raise result.error
+        if result.outcome is CheckpointOutcome.MOVED:
+            log.warning("channel %s: checkpoint sequence number %d out of date, server has %d; resynced",
+                        self.channel_id, self._next_sequence, result.stored_sequence)
+            self._next_sequence = result.stored_sequence + 1
+            return False
+        self._next_sequence += 1
+        self._checkpointed = token
+        return True
 
     def _final_flush(self, token: str) -> None:
         try:
             if token == FINISHED:
-                if self._checkpointer.checkpoint(FINISHED):
+                if self._store(FINISHED):
                     self.finished = True
                 return
             self._checkpoint(token)

@@ -1,13 +1,13 @@
 """``TunnelWorker``: consume a whole tunnel with a user processor — the Python Java/Go tunnel worker.
 
-One heartbeat thread owns the session: connect, heartbeat every interval (and right after a channel closes),
-merge channel states by version, start/stop one :class:`ChannelConsumer` per assigned channel. The consumers
-run on the worker's :class:`ChannelPools` (a read pool, a process pool, a timer and a buffered-answers budget),
-so threads and memory are fixed by the configuration, not by the number of channels. Losing the
-session (``OTSResourceGone`` on heartbeat, or no successful heartbeat for ``heartbeat_timeout_s``) closes the
-consumers and reconnects with a new client id after a random back-off, like the Go SDK's daemon. Fatal codes
-(``OTSTunnelExpired``, ``OTSParameterInvalid``, ``OTSPermissionDenied``) stop the worker with
-:class:`TunnelWorkerError`.
+One heartbeat thread owns the :class:`~.session.TunnelSession`: connect, heartbeat every interval (and right
+after a channel closes), merge channel states by version, start/stop one :class:`ChannelConsumer` per assigned
+channel. The consumers run on the worker's :class:`ChannelPools` (a read pool, a process pool, a timer and a
+buffered-answers budget), so threads and memory are fixed by the configuration, not by the number of channels.
+The session decides what a failure means: a lost session (``OTSResourceGone``, or no successful heartbeat for
+``heartbeat_timeout_s``) closes the consumers and reconnects with a new client id after a random back-off, like
+the Go SDK's daemon; a fatal error (the tunnel expired or was deleted, a permission: ``RetryPolicy.is_permanent``)
+stops the worker with :class:`TunnelWorkerError`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from types import TracebackType
 
 from airflow_tablestore.client.backoff import spread
 from airflow_tablestore.client.errors import (
+    AuthError,
     InvalidParameterError,
     ResourceGoneError,
     TablestoreError,
@@ -42,12 +43,11 @@ from airflow_tablestore.client.tunnel.processor import (
     ProcessorFactory,
 )
 from airflow_tablestore.client.tunnel.reads import FINISHED, is_stream_token
-from airflow_tablestore.client.tunnel.session import merge_channels
+from airflow_tablestore.client.tunnel.session import SessionLostError, TunnelSession, merge_channels
 
 log = logging.getLogger(__name__)
 
 MIN_HEARTBEAT_GAP_S = 1.0
-FATAL_CODES = frozenset({"OTSTunnelExpired", "OTSParameterInvalid", "OTSPermissionDenied"})
 
 
 class TunnelWorkerError(TablestoreError):
@@ -66,17 +66,10 @@ def _advice(exc: TablestoreError) -> str:
         return "the tunnel does not exist (deleted?); create it or fix the tunnel id"
     if isinstance(exc, InvalidParameterError):
         return "the service rejected a parameter; check the tunnel id and the worker configuration"
-    return (
-        "the AccessKey has no permission on this tunnel/table; grant it (RAM policy) and restart the worker"
-    )
-
-
-def _is_fatal(exc: BaseException) -> bool:
-    return isinstance(exc, TablestoreError) and exc.code in FATAL_CODES
-
-
-class _SessionLost(Exception):
-    pass
+    if isinstance(exc, AuthError):
+        return ("the AccessKey is refused or has no permission on this tunnel/table; fix the credentials or grant "
+                "it (RAM policy) and restart the worker")
+    return "no retry can fix this; fix the cause and restart the worker"
 
 
 class TunnelWorker:
@@ -117,10 +110,16 @@ class TunnelWorker:
         self._retired: list[ChannelConsumer] = []
         self._fatal: TunnelWorkerError | None = None
         self._thread: threading.Thread | None = None
-        self.client_id: str | None = None
+        self.session = TunnelSession(client, tunnel_id, client_timeout_s=self.config.heartbeat_timeout_s,
+                                     client_tag=self.config.client_tag)
 
     def __repr__(self) -> str:
         return f"TunnelWorker(tunnel_id={self.tunnel_id!r}, client_id={self.client_id!r})"
+
+    @property
+    def client_id(self) -> str | None:
+        """The current session's client id (None between sessions)."""
+        return self.session.client_id or None
 
     # -- public API ---------------------------------------------------------------------------------
     @property
@@ -148,7 +147,7 @@ class TunnelWorker:
             while not self._stop.is_set():
                 try:
                     self._session()
-                except _SessionLost as exc:
+                except SessionLostError as exc:
                     self._metrics.add("reconnects")
                     delay = spread(*self.config.reconnect_backoff_s)
                     log.warning(
@@ -227,41 +226,31 @@ class TunnelWorker:
         self._wake.set()
 
     def _on_channel_fatal(self, exc: BaseException) -> None:
-        if _is_fatal(exc):
-            assert isinstance(exc, TablestoreError)
+        if isinstance(exc, TablestoreError) and self.session.is_fatal(exc):
             self._raise_fatal(exc)
 
     def _session(self) -> None:
         try:
-            self.client_id = self.client.connect(
-                self.tunnel_id,
-                timeout_s=max(1, round(self.config.heartbeat_timeout_s)),
-                client_tag=self.config.client_tag,
-            )
-        except TablestoreError as exc:
-            if _is_fatal(exc):
-                self._raise_fatal(exc)
-                return
-            raise _SessionLost(f"connect failed: {exc}") from exc
-        log.info("tunnel %s: connected as client %s", self.tunnel_id, self.client_id)
-        last_ok = time.monotonic()
-        lost: _SessionLost | None = None
+            self.session.connect()
+        except SessionLostError:
+            raise
+        except TablestoreError as exc:  # fatal (the session retried the transient ones)
+            self._raise_fatal(exc)
+            return
+        lost: SessionLostError | None = None
         try:
             while not self._stop.is_set():
                 started = time.monotonic()
                 try:
                     self._heartbeat_once()
-                    last_ok = time.monotonic()
-                except ResourceGoneError as exc:
-                    raise _SessionLost(f"heartbeat: {exc}") from exc
-                except TablestoreError as exc:
-                    if _is_fatal(exc):
-                        self._raise_fatal(exc)
-                        break
-                    if time.monotonic() - last_ok > self.config.heartbeat_timeout_s:
-                        raise _SessionLost(f"no successful heartbeat for {self.config.heartbeat_timeout_s}s; "
-                                           f"last error: {exc}") from exc
-                    log.warning("tunnel %s: heartbeat failed (%s); retrying", self.tunnel_id, exc)
+                except SessionLostError:
+                    raise
+                except ResourceGoneError as exc:  # GetCheckpoint of a newly assigned channel: we were forgotten
+                    self.session.mark_lost(exc)
+                    raise SessionLostError(f"GetCheckpoint: {exc}") from exc
+                except TablestoreError as exc:  # fatal: the session returns None after a transient failure
+                    self._raise_fatal(exc)
+                    break
                 self._metrics.maybe_log(self.config.progress_log_interval_s, self.tunnel_id)
                 self._wake.wait(self.config.heartbeat_interval_s)
                 self._wake.clear()
@@ -271,7 +260,7 @@ class TunnelWorker:
                 )
                 if gap > 0:
                     self._stop.wait(gap)
-        except _SessionLost as exc:
+        except SessionLostError as exc:
             lost = exc
         self._end_session(graceful=lost is None and self._graceful and self._fatal is None)
         if lost is not None:
@@ -291,18 +280,10 @@ class TunnelWorker:
                 log.warning("channel %s did not stop within 30s", consumer.channel_id)
         self._metrics.maybe_log(self.config.progress_log_interval_s, self.tunnel_id, force=True)
         self._metrics.set_owned(0)
-        client_id, self.client_id = self.client_id, None
-        if client_id and self._graceful:
-            try:
-                self.client.shutdown(self.tunnel_id, client_id)
-                log.info("tunnel %s: client %s shut down", self.tunnel_id, client_id)
-            except TablestoreError as exc:
-                log.info("tunnel %s: shutdown RPC failed (%s); the server will time the client out",
-                         self.tunnel_id, exc)
+        self.session.shutdown(notify=self._graceful)  # not graceful: a simulated crash, the server times it out
 
     # -- one heartbeat ------------------------------------------------------------------------------
     def _heartbeat_once(self) -> None:
-        assert self.client_id is not None
         with self._lock:
             for cid, current in self._consumers.items():
                 report = current.report()
@@ -310,7 +291,9 @@ class TunnelWorker:
                     self._channels[cid] = report
             sent = list(self._channels.values())
             self._retired = [c for c in self._retired if c.busy()]
-        answer = self.client.heartbeat(self.tunnel_id, self.client_id, sent)
+        answer = self.session.heartbeat(sent)
+        if answer is None:
+            return  # a transient failure: the next beat reports again
         with self._lock:
             from_server = {ch.channel_id: ch for ch in answer}
             merged = merge_channels(self._channels, answer)
@@ -345,7 +328,7 @@ class TunnelWorker:
         token, seq = "", 0
         failed: BaseException | None = None
         try:
-            token, seq = self.client.get_checkpoint(self.tunnel_id, self.client_id, ch.channel_id)
+            token, seq = self.session.get_checkpoint(ch.channel_id)
         except ResourceGoneError:
             raise
         except TablestoreError as exc:
@@ -365,7 +348,7 @@ class TunnelWorker:
                 log.exception("channel %s: processor factory failed; releasing it", ch.channel_id)
                 failed = exc
         return ChannelConsumer(
-            client=self.client, context=context, channel=ch, token=token, sequence_number=seq,
+            client=self.client, session=self.session, context=context, channel=ch, token=token, sequence_number=seq,
             processor=processor, owns_processor=owns, config=self.config, metrics=self._metrics,
             pools=self._pools, on_closed=self._wake.set, on_fatal=self._on_channel_fatal,
             failed=failed,

@@ -1,7 +1,8 @@
 """The tunnel consumer: a ``spark-submit`` application that replicates a tunnel into a sink (docs/spark.md).
 
-:mod:`.job` is the command line and exit codes, :mod:`.driver` runs the phases and rounds, :mod:`.reader` reads
-channels on executors, :mod:`.session` keeps the tunnel session, :mod:`.options` parses the arguments.
+:mod:`.job` is the command line and exit codes, :mod:`.driver` runs the phases and rounds over the tunnel session
+(:mod:`airflow_tablestore.client.tunnel.rounds`), :mod:`.reader` reads channels on executors, :mod:`.options`
+parses the arguments.
 """
 
 from airflow_tablestore.spark.consumer.job import application_path, main

@@ -28,6 +28,8 @@ from airflow_tablestore.client.model import ChannelStatus, TunnelDescription
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
 from airflow_tablestore.client.tunnel.cutoff import BASE, STREAM, consumed_through, full_phase_done
+from airflow_tablestore.client.tunnel.rounds import RoundSession
+from airflow_tablestore.client.tunnel.session import SessionLostError, TunnelSession
 from airflow_tablestore.spark.consumer.options import JobOptions
 from airflow_tablestore.spark.consumer.outcome import (
     ConfigurationError,
@@ -38,7 +40,6 @@ from airflow_tablestore.spark.consumer.outcome import (
 )
 from airflow_tablestore.spark.consumer.reader import CONTROL_DDL, ChannelTask, RoundPlan, round_function
 from airflow_tablestore.spark.consumer.round_progress import DEFAULT_INTERVAL_S, RoundProgress
-from airflow_tablestore.spark.consumer.session import SessionLostError, TunnelSession
 from airflow_tablestore.spark.sinks.protocol import Sink
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ class ConsumerJob:
         self.sink.check()
         reconnects = 0
         while True:
-            session = TunnelSession(
+            session = RoundSession(
                 self.client, desc.tunnel.tunnel_id, heartbeat_interval=o.heartbeat_interval,
                 client_timeout=o.client_timeout, client_tag=f"spark-{socket.gethostname()}",
             )
@@ -157,17 +158,15 @@ class ConsumerJob:
         if not staged:
             return
         known = [c.channel_id for c in desc.channels if c.channel_id in staged]
-        session = TunnelSession(self.client, desc.tunnel.tunnel_id,
-                                heartbeat_interval=self.options.heartbeat_interval,
-                                client_timeout=self.options.client_timeout,
+        session = TunnelSession(self.client, desc.tunnel.tunnel_id, client_timeout_s=self.options.client_timeout,
                                 client_tag=f"spark-recovery-{socket.gethostname()}")
-        session.client_id = session.connect()
+        session.connect()
         try:
             for cid in known:
                 token, seq = session.get_checkpoint(cid)
                 self.sink.recover(cid, token, seq)
         finally:
-            session.close()
+            session.shutdown()
         log.info("checked staged output of %d channel(s) against their checkpoints", len(known))
 
     def _log_done(self, desc: TunnelDescription, *, skipped: bool) -> None:
@@ -194,11 +193,11 @@ class ConsumerJob:
             self.summary.profile["spark_start"] = time.monotonic() - started
         return self._spark_session
 
-    def _rounds(self, session: TunnelSession, desc: TunnelDescription) -> TunnelDescription:
+    def _rounds(self, session: RoundSession, desc: TunnelDescription) -> TunnelDescription:
         try:
             return self._round_loop(session, desc)
         except ResourceGoneError as exc:  # the server forgot this client (timed out): reconnect
-            session.mark_lost(exc)
+            session.tunnel.mark_lost(exc)
             raise SessionLostError(f"tunnel client {session.client_id} is gone: {exc}") from None
         except Exception as exc:
             # Inside a Spark round the same 410 reaches the driver wrapped (Py4JJavaError / PythonException
@@ -210,7 +209,7 @@ class ConsumerJob:
             raise SessionLostError(f"a channel or the tunnel client {session.client_id} was lost during a "
                                    f"Spark round ({resource_gone_line(exc)})") from None
 
-    def _round_loop(self, session: TunnelSession, desc: TunnelDescription) -> TunnelDescription:
+    def _round_loop(self, session: RoundSession, desc: TunnelDescription) -> TunnelDescription:
         o = self.options
         logged = 0
         while True:
@@ -236,7 +235,7 @@ class ConsumerJob:
             if records == 0 and o.phase == "incremental":
                 time.sleep(o.idle_wait)  # caught up with the log: let the consume point move on
 
-    def _log_waiting(self, session: TunnelSession, desc: TunnelDescription, wanted: str) -> None:
+    def _log_waiting(self, session: RoundSession, desc: TunnelDescription, wanted: str) -> None:
         """Say why there is nothing to read, at most every ``WAIT_LOG_INTERVAL_S``: which clients hold the
         channels, for how long this consumer has waited, and the longest the wait can take."""
         now = time.monotonic()
@@ -268,7 +267,7 @@ class ConsumerJob:
         self._rotation += limit
         return (channels[start:] + channels[:start])[:limit]
 
-    def _round(self, session: TunnelSession, channels: list[str]) -> int:
+    def _round(self, session: RoundSession, channels: list[str]) -> int:
         """One round: read the chosen channels in one Spark job, then checkpoint what the sink holds."""
         number = self.summary.rounds + 1
         spark = self._spark()
@@ -285,7 +284,7 @@ class ConsumerJob:
         finally:
             session.end_round()
         ran = time.monotonic()
-        session.check()  # never checkpoint a round read under a lost client id
+        session.tunnel.check()  # never checkpoint a round read under a lost client id
         read = [row for row in rows if not row.get("error")]
         failed = [row for row in rows if row.get("error")]
         finished = self._commit(session, read, checkpoints)
@@ -301,25 +300,25 @@ class ConsumerJob:
         self._log_round(number, read, failed, finished, records, committed - started)
         return records
 
-    def _checkpoints(self, session: TunnelSession, channels: list[str]) -> dict[str, tuple[str, int]]:
+    def _checkpoints(self, session: RoundSession, channels: list[str]) -> dict[str, tuple[str, int]]:
         """Each channel's checkpoint ``(token, sequence)``, after publishing a committed round that a dead run
         left staged in the sink."""
-        checkpoints = {channel_id: session.get_checkpoint(channel_id) for channel_id in channels}
+        checkpoints = {channel_id: session.tunnel.get_checkpoint(channel_id) for channel_id in channels}
         for channel_id, (token, sequence) in checkpoints.items():
             self.sink.recover(channel_id, token, sequence)
         return checkpoints
 
-    def _round_plan(self, session: TunnelSession, checkpoints: dict[str, tuple[str, int]]) -> RoundPlan:
+    def _round_plan(self, session: RoundSession, checkpoints: dict[str, tuple[str, int]]) -> RoundPlan:
         """What the Spark tasks of a round need: one read assignment per channel, the sink and the limits."""
         options = self.options
         incremental = options.phase == "incremental"
         tasks = tuple(ChannelTask(channel_id, token, incremental, sequence)
                       for channel_id, (token, sequence) in checkpoints.items())
-        return RoundPlan(self.settings, session.tunnel_id, session.client_id, tasks, self.sink,
+        return RoundPlan(self.settings, session.tunnel.tunnel_id, session.client_id, tasks, self.sink,
                          options.records_per_channel, options.cutoff_us, options.request_timeout,
                          options.bytes_per_channel)
 
-    def _commit(self, session: TunnelSession, read: list[dict[str, Any]],
+    def _commit(self, session: RoundSession, read: list[dict[str, Any]],
                 checkpoints: dict[str, tuple[str, int]]) -> int:
         """Checkpoint each channel's new token, then publish its staged output; report the channels that
         finished TERMINATED. Returns how many finished."""

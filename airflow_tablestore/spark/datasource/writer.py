@@ -12,7 +12,7 @@ the number of failed rows and one example (its key and the server's error).
 * A column of type ``array<struct<timestamp: long, value: T>>`` (what a read with ``max_versions > 1`` gives)
   writes one cell version per element, with its timestamp (ms).
 * ``fence_by=COL``: each write is conditional on the stored ``COL`` being older (smaller) than the row's, the
-  mechanism of the replication sink's fence (:mod:`~airflow_tablestore.spark.sinks.fence`): a retried task, a
+  mechanism of the replication sink's fence (:mod:`~airflow_tablestore.client.replica`): a retried task, a
   speculative copy or an older DataFrame never rolls a row back. Refused writes are counted, not errors. The
   stored ``COL`` must have the column's Tablestore type, or every write is refused: a defined column of
   another type is refused on the driver (DescribeTable); stored values of another type cannot be seen there.
@@ -61,9 +61,9 @@ from airflow_tablestore.client.model import (
     TableSchema,
     WriteType,
 )
+from airflow_tablestore.client.replica import CONDITION_FAILED, fenced_row_write, write_fenced
 from airflow_tablestore.spark.arrow import key_text
 from airflow_tablestore.spark.datasource.options import OptionError, SourceOptions
-from airflow_tablestore.spark.sinks.fence import CONDITION_FAILED, fenced_row_write, write_fenced
 
 log = logging.getLogger(__name__)
 

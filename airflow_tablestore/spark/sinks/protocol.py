@@ -8,7 +8,7 @@ died between checkpoint and publish left behind. Both sinks are safe under repla
 driver that takes channels over:
 
 * :class:`~airflow_tablestore.spark.sinks.tablestore.TablestoreSink` writes each change conditionally on the
-  row's fence column (:mod:`~airflow_tablestore.spark.sinks.fence`): a change not newer than the row is refused
+  row's fence column (:mod:`~airflow_tablestore.client.replica`): a change not newer than the row is refused
   by the server. Publishing is a no-op.
 * :class:`~airflow_tablestore.spark.sinks.parquet.ParquetSink` stages each round's file under
   ``_staging/`` named by (commit sequence, start token, end token) and moves it into the change log only

@@ -46,10 +46,9 @@ from airflow_tablestore.client.model import (
     SingleColumnCondition,
     WriteType,
 )
-from airflow_tablestore.client.replica import is_tombstone
+from airflow_tablestore.client.replica import is_tombstone, write_fenced
 from airflow_tablestore.client.retry import RetryPolicy
 from airflow_tablestore.client.table.batch_write import MAX_BATCH_WRITE_ROWS
-from airflow_tablestore.spark.sinks.fence import write_fenced
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The Tablestore sink: replays changes into a replica table, fenced against late and replayed writes.
 
-Each record becomes one conditional write (:func:`~airflow_tablestore.spark.sinks.fence.fenced_write`) in channel
+Each record becomes one conditional write (:func:`~airflow_tablestore.client.replica.fenced_write`) in channel
 order; a batch never holds the same row twice, so the order of a row's changes is kept. Writes the server
 refuses with ``OTSConditionCheckFail`` found newer state and are counted, not retried; rows that still fail
 after retries for any other reason fail the task (never dropped). ``fence_column=""`` turns the fence off
@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_tablestore.client.model import PrimaryKey, Record, RowWrite
-from airflow_tablestore.client.replica import FENCE_COLUMN
+from airflow_tablestore.client.replica import FENCE_COLUMN, fenced_write, write_fenced
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.spark.changes import record_to_write
-from airflow_tablestore.spark.sinks.fence import fenced_write, write_fenced
 
 FLUSH_ROWS = 1000
 """Buffered writes per ``write_rows`` call (it chunks them into legal ≤200-row batches)."""

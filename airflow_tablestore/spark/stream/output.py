@@ -23,6 +23,7 @@ from airflow_tablestore.client.records import EncodedRecords
 from airflow_tablestore.spark.arrow import RowsToArrow
 from airflow_tablestore.spark.changes import CHANGE_SCHEMA, encoded_records_to_arrow, records_to_arrow
 from airflow_tablestore.spark.datasource.options import SourceOptions
+from airflow_tablestore.spark.datasource.reader import describe_table
 from airflow_tablestore.spark.datasource.schema import SchemaError, arrow_schema, read_fields
 
 ACTION_COLUMN = "_action"
@@ -45,8 +46,6 @@ class ChangeOutput:
     def for_schema(cls, options: SourceOptions, schema: StructType) -> ChangeOutput:
         if schema == change_log_schema():
             return cls(arrow_schema(schema))
-        from airflow_tablestore.spark.datasource.reader import describe_table
-
         action_index = None
         fields = []
         for i, field in enumerate(schema.fields):

@@ -6,8 +6,9 @@ micro-batch reads, for each channel whose span changed between its start and end
 span; the channel's position after the batch is where that span ended, which the read task stored in the
 :class:`~.positions.PositionStore` (or, should no task have read it, the driver finds by reading it).
 
-The tunnel session is the consumer's (:class:`~airflow_tablestore.spark.consumer.session.TunnelSession`: heartbeats,
-the channel state machine, the checkpoint rule); executors read with its client id. Server checkpoints move
+The tunnel session is the consumer driver's (:class:`~airflow_tablestore.client.tunnel.rounds.RoundSession`:
+heartbeats, lost and fatal errors, the channel state machine, the checkpoint rule); executors read with its client
+id. Server checkpoints move
 only for offsets Spark has committed: in ``commit(end)``, and in ``latestOffset(start)`` (Spark asks for the
 next batch only once the batch ending at ``start`` is committed).
 """
@@ -23,8 +24,8 @@ from typing import Any
 from airflow_tablestore.client.errors import ResourceGoneError, TablestoreClientError, TunnelNotFoundError
 from airflow_tablestore.client.model import ChannelStatus, TunnelDescription
 from airflow_tablestore.client.tunnel.cutoff import STREAM, full_phase_done
+from airflow_tablestore.client.tunnel.rounds import RoundSession
 from airflow_tablestore.client.tunnel.span import Position, Span, SpanEnd, SpanRead, drain
-from airflow_tablestore.spark.consumer.session import TunnelSession
 from airflow_tablestore.spark.datasource.options import OptionError, SourceOptions
 from airflow_tablestore.spark.stream.positions import PositionStore
 
@@ -57,7 +58,7 @@ class StreamPlanner:
         self.client = options.settings.tunnel_client()
         self.store = PositionStore(options.settings, options.positions_table)
         self.tunnel_id = self._describe().tunnel.tunnel_id
-        self.session: TunnelSession | None = None
+        self.session: RoundSession | None = None
         self.target_us: int | None = None
         self._checkpoints: dict[str, tuple[Position, int]] = {}
         self._ends: dict[str, SpanEnd] = {}
@@ -78,14 +79,14 @@ class StreamPlanner:
                               "retention): delete and recreate it, and start the query without its checkpoint")
         return desc
 
-    def _session(self) -> TunnelSession:
-        if self.session is None or self.session.lost:
+    def _session(self) -> RoundSession:
+        if self.session is None or self.session.tunnel.lost:
             if self.session is not None:
                 log.warning("tunnel client %s was lost; connecting again", self.session.client_id)
                 self.session.close()
                 self._checkpoints.clear()
             self.store.ensure_table()
-            self.session = TunnelSession(self.client, self.tunnel_id,
+            self.session = RoundSession(self.client, self.tunnel_id,
                                          heartbeat_interval=self.options.heartbeat_interval,
                                          client_timeout=self.options.client_timeout,
                                          client_tag=f"spark-stream-{socket.gethostname()}").start()
@@ -183,7 +184,7 @@ class StreamPlanner:
     def _checkpoint_of(self, channel_id: str) -> tuple[Position, int]:
         known = self._checkpoints.get(channel_id)
         if known is None:
-            token, sequence = self._session().get_checkpoint(channel_id)
+            token, sequence = self._session().tunnel.get_checkpoint(channel_id)
             position = self.store.checkpoint_position(self.tunnel_id, channel_id, token, sequence)
             known = self._checkpoints[channel_id] = (position, sequence)
         return known
@@ -205,7 +206,7 @@ class StreamPlanner:
                 self.store.delete_end(self.tunnel_id, previous)
             self._committed_keys[cid] = key
 
-    def _store_checkpoint(self, session: TunnelSession, cid: str, position: Position) -> None:
+    def _store_checkpoint(self, session: RoundSession, cid: str, position: Position) -> None:
         known, sequence = self._checkpoint_of(cid)
         if known == position:
             if position.finished:

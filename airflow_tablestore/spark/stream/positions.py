@@ -17,6 +17,7 @@ import logging
 import time
 from typing import Any
 
+from airflow_tablestore.client.backoff import NEW_TABLE_WRITE
 from airflow_tablestore.client.errors import AlreadyExistsError, NotFoundError
 from airflow_tablestore.client.model import PrimaryKeyColumn, PrimaryKeyType, TableSchema
 from airflow_tablestore.client.settings import ConnectionSettings
@@ -58,7 +59,7 @@ class PositionStore:
             except NotFoundError:  # a table just created is not writable at once on the service
                 if attempt == READY_ATTEMPTS - 1:
                     raise
-                time.sleep(0.5 * (attempt + 1))
+                time.sleep(NEW_TABLE_WRITE.delay(attempt))
 
     def _get(self, tunnel_id: str, key: str) -> dict[str, Any] | None:
         row = self.client.get_row(self.table, [("tunnel_id", tunnel_id), ("key", key)])

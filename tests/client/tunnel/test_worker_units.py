@@ -91,7 +91,7 @@ def _closed_consumer(version: int) -> Any:
 
     ctx = ChannelContext("t", "c", "ch", "Stream", "tok", "tok", "trace")
     return ChannelConsumer(
-        client=None, context=ctx, channel=Channel("ch", version, OPEN), token="tok",  # type: ignore[arg-type]
+        client=None, session=None, context=ctx, channel=Channel("ch", version, OPEN), token="tok",  # type: ignore[arg-type]
         sequence_number=0, processor=None, owns_processor=False, config=TunnelWorkerConfig(),
         metrics=WorkerMetrics(), pools=None, on_closed=lambda: None, on_fatal=lambda exc: None,
         failed=RuntimeError("GetCheckpoint failed"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark import consumer
+from airflow_tablestore.spark.consumer import job as consumer
 
 SECRET = "top-secret-access-key-value"
 

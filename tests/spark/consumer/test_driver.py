@@ -254,12 +254,12 @@ def test_a_second_consumer_waits_for_the_first_and_says_whose_channels_it_waits_
     import logging
     import threading
 
-    from airflow_tablestore.spark.consumer.session import TunnelSession
+    from airflow_tablestore.client.tunnel.rounds import RoundSession
 
     src, tunnel = unique("src"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
     tunnel_id = tablestore_tunnel_client.describe_tunnel(src, tunnel).tunnel.tunnel_id
-    first = TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=0.5, client_timeout=60,
+    first = RoundSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=0.5, client_timeout=60,
                           client_tag="first")
     first.start()
     assert first.open_channels()  # the first consumer holds every channel

@@ -39,7 +39,7 @@ FRAGMENTS = ('df = (spark.read.format("tablestore")',
 JOB = '''
 import json, sys
 from pyspark.sql import SparkSession
-from airflow_tablestore.spark.datasource.source import TablestoreDataSource
+from airflow_tablestore.spark.format import TablestoreDataSource
 
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
          .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC").getOrCreate())

@@ -30,19 +30,20 @@ from airflow_tablestore.client.model import (
     WriteType,
 )
 from airflow_tablestore.client.plainbuffer.decode import decode_rows
-from airflow_tablestore.client.replica import FENCE_COLUMN, TOMBSTONE_SUFFIX
-from airflow_tablestore.client.table.client import TableClient
-from airflow_tablestore.client.table.rows import TableRows
-from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.datasource.options import SourceOptions
-from airflow_tablestore.spark.datasource.reader import TablestorePushdownReader, TablestoreReader
-from airflow_tablestore.spark.sinks.fence import (
+from airflow_tablestore.client.replica import (
+    FENCE_COLUMN,
+    TOMBSTONE_SUFFIX,
     fence_condition,
     fence_value,
     fenced_row_write,
     fenced_write,
     write_fenced,
 )
+from airflow_tablestore.client.table.client import TableClient
+from airflow_tablestore.client.table.rows import TableRows
+from airflow_tablestore.emulator.testing import EmulatorProcess
+from airflow_tablestore.spark.datasource.options import SourceOptions
+from airflow_tablestore.spark.datasource.reader import TablestorePushdownReader, TablestoreReader
 
 ROOT = str(Path(__file__).resolve().parents[3])
 FORMAT = "tablestore"

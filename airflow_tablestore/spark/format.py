@@ -1,5 +1,8 @@
 """``TablestoreDataSource``: the ``tablestore`` format's entry point, which Spark asks for schemas, readers and writers.
 
+It sits above the two products it hands out, so neither imports the other's way: batch reads and writes from
+:mod:`.datasource`, the stream reader from :mod:`.stream` (which builds on the data source's options and schema).
+
 Spark finds it without registration through the top-level module ``pyspark_tablestore`` (its ``DefaultSource``),
 which the package installs: PySpark looks up every importable ``pyspark_*`` module with a ``DefaultSource``.
 Where that lookup cannot see the package (an editable install), one line registers it:

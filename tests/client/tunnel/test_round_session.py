@@ -1,5 +1,5 @@
-"""The driver's tunnel session against the emulator: assignment, release on rebalance, TERMINATED reports,
-checkpoint sequence handling and shutdown."""
+"""The round session (the Spark driver's and the streaming planner's) against the emulator: assignment, release
+on rebalance, TERMINATED reports, checkpoint sequence handling, lost and fatal heartbeats, and shutdown."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from typing import Any
 
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
-from airflow_tablestore.spark.consumer.session import TunnelSession
+from airflow_tablestore.client.tunnel.rounds import RoundSession
 from demo import replication as demo
+
+EMULATOR_ARGS = ["--base-channel-rows", "400", "--stream-partitions", "2", "--max-read-records", "150"]
 
 
 def _tunnel(tablestore_client: Any, tablestore_tunnel_client: TunnelClient, unique: Any,
@@ -28,7 +30,7 @@ def test_session_takes_channels_and_releases_them_on_rebalance(tablestore_client
                                                                tablestore_tunnel_client: TunnelClient,
                                                                unique: Any) -> None:
     src, name, tunnel_id = _tunnel(tablestore_client, tablestore_tunnel_client, unique)
-    session = TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120)
+    session = RoundSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120)
     session.start()
     try:
         mine = session.open_channels()
@@ -50,12 +52,12 @@ def test_session_takes_channels_and_releases_them_on_rebalance(tablestore_client
 def test_finished_channels_are_reported_terminated(tablestore_client: Any, tablestore_tunnel_client: TunnelClient,
                                                    unique: Any) -> None:
     src, name, tunnel_id = _tunnel(tablestore_client, tablestore_tunnel_client, unique, rows=300)
-    with TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
+    with RoundSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
         (channel,) = session.open_channels()
-        token, seq = session.get_checkpoint(channel)
+        token, seq = session.tunnel.get_checkpoint(channel)
         while token != FINISHED:
             token = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel, token).next_token
-        assert session.commit(channel, session.get_checkpoint(channel)[0], seq, FINISHED)
+        assert session.commit(channel, session.tunnel.get_checkpoint(channel)[0], seq, FINISHED)
         session.mark_finished(channel)
         assert channel not in session.open_channels()
         session.heartbeat()
@@ -69,24 +71,24 @@ def test_commit_never_recommits_under_another_sequence(tablestore_client: Any, t
     """The Parquet sink names a staged round by the sequence it was planned with, and recovery matches the
     stored sequence: a commit must land with exactly that sequence or not at all (the round is replayed)."""
     src, name, tunnel_id = _tunnel(tablestore_client, tablestore_tunnel_client, unique, rows=300)
-    with TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
+    with RoundSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
         (channel,) = session.open_channels()
-        start, seq = session.get_checkpoint(channel)
+        start, seq = session.tunnel.get_checkpoint(channel)
         result = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel, start)
         # Another checkpoint with the same token moved the sequence number on: ours is now stale.
         tablestore_tunnel_client.checkpoint(tunnel_id, session.client_id, channel, start, seq + 5)
         assert not session.commit(channel, start, seq, result.next_token)
-        assert session.get_checkpoint(channel) == (start, seq + 5)
+        assert session.tunnel.get_checkpoint(channel) == (start, seq + 5)
         # The replayed round, planned from the stored (token, sequence), commits.
         assert session.commit(channel, start, seq + 5, result.next_token)
-        assert session.get_checkpoint(channel) == (result.next_token, seq + 6)
+        assert session.tunnel.get_checkpoint(channel) == (result.next_token, seq + 6)
         # A checkpoint moved on by someone else is kept, not overwritten.
         later = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel,
                                                       result.next_token).next_token
-        token, current = session.get_checkpoint(channel)
+        token, current = session.tunnel.get_checkpoint(channel)
         tablestore_tunnel_client.checkpoint(tunnel_id, session.client_id, channel, later, current + 1)
         assert not session.commit(channel, start, seq, result.next_token)
-        assert session.get_checkpoint(channel)[0] == later
+        assert session.tunnel.get_checkpoint(channel)[0] == later
 
 
 def test_a_checkpoint_that_fails_with_a_5xx_is_retried(tablestore_emulator: Any, tablestore_client: Any,
@@ -94,13 +96,13 @@ def test_a_checkpoint_that_fails_with_a_5xx_is_retried(tablestore_emulator: Any,
     """A checkpoint is not idempotent for the transport, so a 500 used to abort the job after the sink had
     written; the session retries it (the sequence number makes that safe)."""
     src, name, tunnel_id = _tunnel(tablestore_client, tablestore_tunnel_client, unique, rows=300)
-    with TunnelSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
+    with RoundSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=60, client_timeout=120) as session:
         (channel,) = session.open_channels()
-        token, seq = session.get_checkpoint(channel)
+        token, seq = session.tunnel.get_checkpoint(channel)
         next_token = tablestore_tunnel_client.read_records(tunnel_id, session.client_id, channel, token).next_token
         tablestore_emulator.control.add_fault("/tunnel/checkpoint", "OTSInternalServerError", status=500, count=2)
         try:
             assert session.commit(channel, token, seq, next_token)
         finally:
             tablestore_emulator.control.clear_faults()
-        assert session.get_checkpoint(channel) == (next_token, seq + 1)
+        assert session.tunnel.get_checkpoint(channel) == (next_token, seq + 1)
