@@ -29,7 +29,7 @@ from airflow_tablestore.hooks.arguments import check_non_empty, check_positive, 
 from airflow_tablestore.hooks.consume_point import tunnel_problem_message
 from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
-from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
+from airflow_tablestore.operators.base import TablestoreBaseOperator, closes_hooks, tablestore_template_fields
 
 ApplyFunction = Callable[[list[Record]], Any]
 
@@ -106,6 +106,7 @@ class TablestoreTunnelConsumeOperator(TablestoreBaseOperator[TablestoreTunnelHoo
         self.max_seconds = max_seconds
         self.heartbeat_interval = heartbeat_interval
 
+    @closes_hooks
     def execute(self, context: Context) -> dict[str, Any]:
         with fail_fast():
             check_table_name("table_name", self.table_name)

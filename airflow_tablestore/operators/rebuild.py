@@ -23,7 +23,7 @@ from airflow_tablestore.hooks.arguments import check_choice, check_non_empty, ch
 from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
-from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
+from airflow_tablestore.operators.base import TablestoreBaseOperator, closes_hooks, tablestore_template_fields
 from airflow_tablestore.operators.replication import PARTITIONINGS, PLAN_XCOM_KEY
 
 
@@ -85,6 +85,7 @@ class TablestoreCreateRebuildTunnelOperator(TablestoreBaseOperator[TablestoreTun
         self.parquet_path = parquet_path
         self.plan_task_id = plan_task_id
 
+    @closes_hooks
     def execute(self, context: Context) -> dict[str, str]:
         from airflow_tablestore.spark.sinks.parquet import prepare_rebuild
 
@@ -146,6 +147,7 @@ class TablestoreSwapRebuiltPartitionsOperator(TablestoreBaseOperator[TablestoreT
         self.staging_path = staging_path
         self.partition_by = partition_by
 
+    @closes_hooks
     def execute(self, context: Context) -> list[str]:
         from airflow_tablestore.spark.sinks.parquet import replace_partitions
 

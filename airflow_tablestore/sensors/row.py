@@ -13,7 +13,7 @@ from airflow_tablestore.hooks.arguments import check_positive, check_table_name
 from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.row_check import RowCheck
 from airflow_tablestore.hooks.table import TablestoreHook
-from airflow_tablestore.operators.base import tablestore_template_fields
+from airflow_tablestore.operators.base import closes_hooks, tablestore_template_fields
 from airflow_tablestore.sensors.base import TablestoreBaseSensor
 from airflow_tablestore.triggers.row import TablestoreRowTrigger
 
@@ -75,6 +75,7 @@ class TablestoreRowSensor(TablestoreBaseSensor[TablestoreHook]):
         self.log.info("%s", message)
         return PokeReturnValue(is_done=done, xcom_value={"message": message} if done else None)
 
+    @closes_hooks
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)

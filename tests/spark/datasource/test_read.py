@@ -32,7 +32,6 @@ from airflow_tablestore.client.model import (
 from airflow_tablestore.client.plainbuffer.decode import decode_rows
 from airflow_tablestore.client.replica import FENCE_COLUMN, TOMBSTONE_SUFFIX
 from airflow_tablestore.client.table.client import TableClient
-from airflow_tablestore.client.table.rows import TableRows
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.datasource.options import SourceOptions
 from airflow_tablestore.spark.datasource.reader import TablestorePushdownReader, TablestoreReader
@@ -386,7 +385,7 @@ def test_pushdown_gives_the_rows_of_pushdown_off_with_a_time_range_and_versions(
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     counts = {"requests": 0, "rows": 0}
-    original = TableRows.get_range_encoded
+    original = TableClient.get_range_encoded
 
     def get_range_encoded(self: Any, *args: Any, **kwargs: Any) -> Any:
         data, next_key = original(self, *args, **kwargs)
@@ -394,7 +393,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts["rows"] += len(decode_rows(data)) if data else 0
         return data, next_key
 
-    monkeypatch.setattr(TableRows, "get_range_encoded", get_range_encoded)
+    monkeypatch.setattr(TableClient, "get_range_encoded", get_range_encoded)
     return counts
 
 
