@@ -19,11 +19,11 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from airflow_tablestore.hooks.arguments import check_choice, check_non_empty, check_table_name
-from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
+from airflow_tablestore.operators.arguments import check_choice, check_non_empty, check_table_name
 from airflow_tablestore.operators.base import TablestoreBaseOperator, closes_hooks, tablestore_template_fields
+from airflow_tablestore.operators.failures import fail_fast
 from airflow_tablestore.operators.replication import PARTITIONINGS, PLAN_XCOM_KEY
 
 

@@ -20,11 +20,11 @@ from airflow_tablestore.client.model import (
     TableOptions,
     TableSchema,
 )
-from airflow_tablestore.hooks.arguments import check_table_name
-from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook, replica_schema, schema_differences
 from airflow_tablestore.operators._lineage import table_lineage
+from airflow_tablestore.operators.arguments import check_table_name
 from airflow_tablestore.operators.base import TablestoreBaseOperator, closes_hooks, tablestore_template_fields
+from airflow_tablestore.operators.failures import fail_fast
 
 
 class TableSchemaMismatchError(TablestoreClientError):

@@ -11,10 +11,10 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.client.replica import FENCE_COLUMN
 from airflow_tablestore.client.verify.compare import VerifyError
-from airflow_tablestore.hooks.arguments import check_table_name
-from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook
+from airflow_tablestore.operators.arguments import check_table_name
 from airflow_tablestore.operators.base import TablestoreBaseOperator, closes_hooks, tablestore_template_fields
+from airflow_tablestore.operators.failures import fail_fast
 
 
 class ReplicaDiffersError(AirflowFailException):

@@ -22,13 +22,13 @@ from airflow_tablestore.client.model import (
     TunnelType,
 )
 from airflow_tablestore.client.settings import ConnectionSettings
+from airflow_tablestore.client.tunnel.consume_point import evaluate_consume_point
 from airflow_tablestore.hooks.base import (
     TablestoreBaseHook,
     TablestoreConnectionError,
     normalize_endpoint,
     parse_connection,
 )
-from airflow_tablestore.hooks.consume_point import evaluate_consume_point
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 
