@@ -2,7 +2,8 @@
 unconsumed changes (enough records, or one waiting long enough).
 
 It never consumes: the count comes from the table's stream past the tunnel's consume point
-(:class:`~airflow_tablestore.triggers.changes_watch.TunnelChangesWatch`), so the tunnel's real consumer keeps every channel.
+(:class:`~airflow_tablestore.triggers.changes_watch.TunnelChangesWatch`), so the tunnel's real consumer keeps
+every channel.
 Reported changes are remembered in memory only; after a triggerer restart the trigger counts again from the
 consume point, so changes nobody consumed are reported again (at least once, never lost). Airflow 3.3 tells a
 trigger nothing about whether its event reached the metadata database, so a watermark saved when the event is
