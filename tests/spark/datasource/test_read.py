@@ -42,6 +42,7 @@ from airflow_tablestore.spark.sinks.fence import (
     fenced_write,
     write_fenced,
 )
+from testing.jvm import FAST_JVM
 
 ROOT = str(Path(__file__).resolve().parents[3])
 FORMAT = "tablestore"
@@ -49,7 +50,6 @@ TYPED = "ds_read_typed"
 BIG = "ds_read_big"
 REPLICA = "ds_read_replica"
 VERSIONED = "ds_read_versions"
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 @pytest.fixture(scope="module")

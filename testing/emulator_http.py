@@ -13,12 +13,12 @@ import hmac
 from typing import Any
 
 import requests
-from tunnel_emu_helpers import CallError, Tunnel
 
 from airflow_tablestore.emulator.codec.encode import encode_row
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
+from testing.emulator_tunnel import CallError, Tunnel
 
 table_pb2: Any = _table_pb2
 tunnel_pb2: Any = _tunnel_pb2
