@@ -66,7 +66,7 @@ proto: venv
 	$(BIN)/python -m airflow_tablestore.protocol.generate
 
 lint: venv
-	$(BIN)/ruff check airflow_tablestore tests dags benchmarks demo
+	$(BIN)/ruff check airflow_tablestore tests dags benchmarks demo testing
 	$(BIN)/mypy
 
 bench: venv

@@ -19,10 +19,7 @@ from airflow_tablestore.emulator.codec.encode import encode_primary_key, encode_
 from airflow_tablestore.emulator.codec.format import INF_MAX, INF_MIN
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_table_pb2
-from benchmarks.common import use_emulator_test_helpers
-
-use_emulator_test_helpers()
-from tunnel_emu_http import Http  # noqa: E402
+from testing.emulator_http import Http
 
 pb: Any = ots_table_pb2
 

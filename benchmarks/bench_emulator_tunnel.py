@@ -41,11 +41,8 @@ from airflow_tablestore.emulator.codec.decode import decode_row, decode_rows
 from airflow_tablestore.emulator.codec.encode import encode_primary_key
 from airflow_tablestore.emulator.codec.format import INF_MAX, INF_MIN
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from benchmarks.common import use_emulator_test_helpers
-
-use_emulator_test_helpers()
-from tunnel_emu_helpers import SimWorker  # noqa: E402
-from tunnel_emu_http import Http, table_pb2, tunnel_pb2  # noqa: E402
+from testing.emulator_http import Http, table_pb2, tunnel_pb2
+from testing.emulator_tunnel import SimWorker
 
 Step = tuple[str, bytes, int]
 """One request of a drain: wire path, serialized request, records (rows) its answer carries."""

@@ -31,6 +31,7 @@ from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.consumer.driver import ConsumerJob
 from airflow_tablestore.spark.consumer.options import parse_args
 from airflow_tablestore.spark.consumer.reader import RoundPlan, run_round_locally
+from airflow_tablestore.spark.consumer.round_result import ChannelResult
 from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
 from demo import replication as demo
 
@@ -38,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "spark-fencing-sink.md"
 
 
-def _local(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+def _local(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
     return run_round_locally(plan)
 
 

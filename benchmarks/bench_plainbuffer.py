@@ -50,7 +50,7 @@ from airflow_tablestore.client.plainbuffer.decode import (
 )
 from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
 from airflow_tablestore.client.plainbuffer.implementation import IMPLEMENTATION
-from benchmarks.oracle import SDK_REQUIREMENT, OracleUnavailable, run_in_oracle
+from testing.oracle import SDK_REQUIREMENT, OracleUnavailable, run_in_oracle
 
 BASE_TS = 1_700_000_000_000
 

@@ -27,7 +27,7 @@ from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from benchmarks.common import ROOT
-from tests.e2e.airflow_components import Airflow, components_env, free_port
+from testing.airflow_components import Airflow, components_env, free_port
 
 CONNECTIONS, TUNNELS_EACH = 5, 10
 PATHS = ("/ListTable", "/DescribeTable", "/tunnel/list", "/tunnel/describe")

@@ -73,14 +73,6 @@ class CountingChannelProcessor(ChannelProcessor):
         self.counter.add(len(records))
 
 
-def use_emulator_test_helpers() -> None:
-    """Make the emulator tests' raw-HTTP helpers (``tunnel_emu_http``, ``tunnel_emu_helpers`` in
-    ``tests/emulator/tunnel``) importable; call before importing them."""
-    path = str(ROOT / "tests" / "emulator" / "tunnel")
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-
 def timed_count(label: str, fn: Callable[[], int], expected: int) -> float:
     """Seconds ``fn`` took; raises unless it reports exactly ``expected`` records/rows."""
     started = time.perf_counter()

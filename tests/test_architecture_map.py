@@ -1,7 +1,8 @@
 """docs/ARCHITECTURE.md's tree is the package's tree, and every path the docs name exists.
 
 The map's "The tree" block lists every subpackage and module of ``airflow_tablestore`` (generated protobuf
-modules and ``__init__.py`` aside; the C sources of extension modules included), indented two spaces a level.
+modules and ``__init__.py`` aside; the C sources of extension modules and the shipped .properties included),
+indented two spaces a level.
 A module added, moved or removed without the map following fails here, and so does a doc naming a file that
 is not there.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "airflow_tablestore"
 MAP = REPO / "docs" / "ARCHITECTURE.md"
+MAPPED_SUFFIXES = (".py", ".proto", ".c", ".h", ".properties")
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
@@ -46,9 +48,7 @@ def tree_entries() -> set[str]:
             continue
         if path.is_dir() and (path / "__init__.py").exists():
             entries.add(rel + "/")
-        elif path.suffix in (".py", ".proto", ".c", ".h") and path.name != "__init__.py" and not path.name.endswith(
-            "_pb2.py"
-        ):
+        elif path.suffix in MAPPED_SUFFIXES and path.name != "__init__.py" and not path.name.endswith("_pb2.py"):
             entries.add(rel)
     return entries
 

@@ -4,65 +4,55 @@ The one way outside Airflow: the Spark consumer, the ``tablestore`` data source 
 (``python -m airflow_tablestore.client.verify``) read ``TABLESTORE_*`` variables (a sink or replica on another
 instance: ``TABLESTORE_SINK_*``) or a credentials file. The settings themselves are
 :class:`airflow_tablestore.client.settings.ConnectionSettings` (also what the Airflow hooks parse a connection
-into); this module only reads and writes them.
+into), checked by its one parser :func:`~airflow_tablestore.client.settings.parse_settings`; this module only
+finds, reads and writes them, every setting of it (the timeouts too).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from airflow_tablestore.client.errors import TablestoreClientError
-from airflow_tablestore.client.settings import ConnectionSettings
+from airflow_tablestore.client.settings import (
+    REQUIRED_SETTINGS,
+    SETTING_NAMES,
+    ConnectionSettings,
+    SettingsError,
+    parse_settings,
+)
 
 SOURCE_PREFIX = "TABLESTORE_"
 SINK_PREFIX = "TABLESTORE_SINK_"
-_FIELDS = {
+_ENV_SUFFIXES = {
     "endpoint": "ENDPOINT",
     "instance_name": "INSTANCE",
     "access_key_id": "ACCESS_KEY_ID",
     "access_key_secret": "ACCESS_KEY_SECRET",
     "sts_token": "STS_TOKEN",
     "region": "REGION",
+    "connect_timeout": "CONNECT_TIMEOUT",
+    "read_timeout": "READ_TIMEOUT",
 }
-_REQUIRED = ("endpoint", "instance_name", "access_key_id", "access_key_secret")
+_HINT = "; set them as environment variables or in the --credentials-file JSON (never as command-line arguments)"
 
 
-class SettingsError(TablestoreClientError):
-    """Missing or malformed Tablestore settings (a configuration mistake: no retry can fix it)."""
-
-
-def _build(values: dict[str, Any], where: str) -> ConnectionSettings:
-    missing = [name for name in _REQUIRED if not values.get(name)]
-    if missing:
-        raise SettingsError(
-            f"missing Tablestore settings {', '.join(missing)} in {where}; set them as environment "
-            "variables or in the --credentials-file JSON (never as command-line arguments)"
-        )
-    return ConnectionSettings(
-        endpoint=str(values["endpoint"]),
-        instance_name=str(values["instance_name"]),
-        access_key_id=str(values["access_key_id"]),
-        access_key_secret=str(values["access_key_secret"]),
-        sts_token=str(values["sts_token"]) if values.get("sts_token") else None,
-        region=str(values["region"]) if values.get("region") else None,
-    )
-
-
-def from_env(prefix: str = SOURCE_PREFIX, environ: dict[str, str] | None = None) -> ConnectionSettings:
+def from_env(prefix: str = SOURCE_PREFIX, environ: Mapping[str, str] | None = None) -> ConnectionSettings:
     """Read ``<prefix>ENDPOINT``, ``INSTANCE``, ``ACCESS_KEY_ID``, ``ACCESS_KEY_SECRET`` [, ``STS_TOKEN``,
-    ``REGION``]."""
+    ``REGION``, ``CONNECT_TIMEOUT``, ``READ_TIMEOUT`` (seconds)]."""
     env = os.environ if environ is None else environ
-    values = {name: env.get(prefix + suffix) for name, suffix in _FIELDS.items()}
-    return _build(values, f"environment variables {prefix}*")
+    values = {name: env.get(prefix + suffix) for name, suffix in _ENV_SUFFIXES.items()}
+    # a missing setting is named as the file names it (one message for both); a malformed one by its variable
+    labels = {name: name if name in REQUIRED_SETTINGS else prefix + suffix for name, suffix in _ENV_SUFFIXES.items()}
+    return parse_settings(values, where=f"environment variables {prefix}*", hint=_HINT, labels=labels)
 
 
-def has_env(prefix: str, environ: dict[str, str] | None = None) -> bool:
+def has_env(prefix: str, environ: Mapping[str, str] | None = None) -> bool:
     """True when any settings variable of ``prefix`` is set (a partial set is then an error, not ignored)."""
     env = os.environ if environ is None else environ
-    return any(env.get(prefix + suffix) for suffix in _FIELDS.values())
+    return any(env.get(prefix + suffix) for suffix in _ENV_SUFFIXES.values())
 
 
 class MissingSection(SettingsError):
@@ -73,7 +63,7 @@ def from_file(path: str | os.PathLike[str], section: str = "source") -> Connecti
     """Read a JSON file ``{"source": {...}, "sink": {...}}`` (or one flat object used for both).
 
     Keys: ``endpoint``, ``instance_name`` (or ``instance``), ``access_key_id``, ``access_key_secret``,
-    optional ``sts_token``, ``region``.
+    optional ``sts_token``, ``region``, ``connect_timeout``, ``read_timeout`` (seconds).
     """
     try:
         data = json.loads(Path(path).read_text())
@@ -88,7 +78,9 @@ def from_file(path: str | os.PathLike[str], section: str = "source") -> Connecti
         raise SettingsError(f"credentials file {path}: {section!r} must be a JSON object")
     if "instance" in block and "instance_name" not in block:
         block = {**block, "instance_name": block["instance"]}
-    return _build(block, f"credentials file {path} ({section})")
+    return parse_settings({name: block.get(name) for name in SETTING_NAMES},
+                          where=f"credentials file {path} ({section})", hint=_HINT,
+                          labels={name: name for name in SETTING_NAMES})
 
 
 def load(
@@ -127,7 +119,7 @@ def write_credentials_file(directory: str | os.PathLike[str], source: Any, sink:
     by this user in ``directory``; ``source``/``sink`` are objects with this module's field names (for example
     the Airflow hook's ``ConnectionSettings``). Returns its path; the caller deletes it."""
     def block(settings: Any) -> dict[str, Any]:
-        return {name: getattr(settings, name) for name in _FIELDS if getattr(settings, name, None)}
+        return {name: getattr(settings, name) for name in SETTING_NAMES if getattr(settings, name, None)}
 
     data = {"source": block(source)}
     if sink is not None:

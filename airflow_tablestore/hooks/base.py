@@ -7,7 +7,9 @@ of a bare host; the URI form says it in the host instead, ``tablestore://http://
 ?instance_name=emulator``, because Airflow warns about a 4-character extra value when it masks them),
 ``region`` (switches the client to V4 signing), ``sts_token``, ``connect_timeout`` and ``read_timeout``
 (seconds). Problems are reported as
-:class:`TablestoreConnectionError` naming the field; secrets never appear in messages or reprs.
+:class:`~airflow_tablestore.client.settings.SettingsError` naming the field (the one settings parser,
+``client/settings.py``, checks them as it checks the Spark job's and the data source's); secrets never appear in
+messages or reprs.
 """
 
 from __future__ import annotations
@@ -15,27 +17,17 @@ from __future__ import annotations
 import logging
 from abc import ABCMeta, abstractmethod
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
-from urllib.parse import urlsplit
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from airflow_tablestore.client.errors import TablestoreClientError
-from airflow_tablestore.client.settings import ConnectionSettings
+from airflow_tablestore.client.settings import ConnectionSettings, SettingsError, parse_settings
 from airflow_tablestore.version_compat import aextra_dejson, amask_secret
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CONN_ID = "tablestore_default"
 CONN_TYPE = "tablestore"
-
-
-class TablestoreConnectionError(TablestoreClientError, ValueError):
-    """The Airflow connection is missing a field or holds a malformed one (the message names the field)."""
-
-    def __init__(self, message: str, code: str = "OTSInvalidConnection", http_status: int | None = None,
-                 request_id: str | None = None) -> None:
-        super().__init__(message, code, http_status, request_id)
 
 
 def _extra_field(extra: dict[str, Any], name: str) -> Any:
@@ -46,59 +38,14 @@ def _extra_field(extra: dict[str, Any], name: str) -> Any:
     return None if value == "" else value
 
 
-def _timeout(extra: dict[str, Any], name: str, override: float | None) -> float | None:
-    raw = override if override is not None else _extra_field(extra, name)
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise TablestoreConnectionError(
-            f"connection extra '{name}' must be a number of seconds, got {raw!r}") from None
-    if value <= 0:
-        raise TablestoreConnectionError(f"connection extra '{name}' must be positive, got {value}")
-    return value
-
-
-def normalize_endpoint(host: str | None, port: int | None = None, protocol: str | None = None) -> str:
-    """Endpoint URL from the connection host: ``protocol`` (default ``https``) is added when no scheme is given."""
-    host = (host or "").strip().rstrip("/")
-    if not host:
-        raise TablestoreConnectionError(
-            "connection field 'host' (Endpoint) is empty: set it to e.g. "
-            "https://<instance>.<region>.ots.aliyuncs.com"
-        )
-    if protocol is not None and protocol not in ("http", "https"):
-        raise TablestoreConnectionError(f"connection extra 'protocol' must be http or https, got {protocol!r}")
-    if "://" not in host:
-        host = f"{protocol or 'https'}://{host}"
-    parts = urlsplit(host)
-    if protocol is not None and parts.scheme != protocol:
-        raise TablestoreConnectionError(
-            f"connection field 'host' (Endpoint) says {parts.scheme}:// but extra 'protocol' says {protocol}: "
-            "keep one of them")
-    if parts.scheme not in ("http", "https"):
-        raise TablestoreConnectionError(
-            f"connection field 'host' (Endpoint) must use http:// or https://, got scheme {parts.scheme!r}"
-        )
-    if not parts.hostname:
-        raise TablestoreConnectionError("connection field 'host' (Endpoint) has no host name")
-    if parts.username or parts.password:
-        raise TablestoreConnectionError(
-            "connection field 'host' (Endpoint) must not embed credentials: use login/password"
-        )
-    if parts.query or parts.fragment:
-        raise TablestoreConnectionError(
-            "connection field 'host' (Endpoint) must not contain a query string or fragment"
-        )
-    try:
-        parts.port  # noqa: B018 - validates the port
-    except ValueError:
-        raise TablestoreConnectionError("connection field 'host' (Endpoint) has an invalid port") from None
-    netloc = parts.netloc
-    if port and parts.port is None:
-        netloc = f"{netloc}:{port}"
-    return f"{parts.scheme}://{netloc}{parts.path}"
+_LABELS = {
+    "endpoint": "field 'host' (Endpoint)",
+    "access_key_id": "field 'login' (AccessKey ID)",
+    "access_key_secret": "field 'password' (AccessKey Secret)",
+    **{name: f"extra '{name}'" for name in ("instance_name", "sts_token", "region", "connect_timeout",
+                                            "read_timeout", "protocol")},
+}
+"""How a ``tablestore`` connection names each setting, for the parser's messages."""
 
 
 def parse_connection(
@@ -109,37 +56,20 @@ def parse_connection(
     connect_timeout: float | None = None,
     read_timeout: float | None = None,
 ) -> ConnectionSettings:
-    """Validate an Airflow connection (plus hook-level overrides) into a :class:`ConnectionSettings`."""
-    conn_id = getattr(conn, "conn_id", None) or "?"
-    if not conn.login:
-        raise TablestoreConnectionError(f"connection {conn_id!r}: field 'login' (AccessKey ID) is empty")
-    if not conn.password:
-        raise TablestoreConnectionError(
-            f"connection {conn_id!r}: field 'password' (AccessKey Secret) is empty")
-    instance_name = _extra_field(extra, "instance_name")
-    if not instance_name or not isinstance(instance_name, str):
-        raise TablestoreConnectionError(
-            f"connection {conn_id!r}: extra 'instance_name' is required (the Tablestore instance name)"
-        )
-    region = region or _extra_field(extra, "region")
-    if region is not None and not isinstance(region, str):
-        raise TablestoreConnectionError(f"connection {conn_id!r}: extra 'region' must be a string")
-    sts_token = _extra_field(extra, "sts_token") or _extra_field(extra, "security_token")
-    if sts_token is not None and not isinstance(sts_token, str):
-        raise TablestoreConnectionError(f"connection {conn_id!r}: extra 'sts_token' must be a string")
-    protocol = _extra_field(extra, "protocol")
-    if protocol is not None and not isinstance(protocol, str):
-        raise TablestoreConnectionError(f"connection {conn_id!r}: extra 'protocol' must be http or https")
-    return ConnectionSettings(
-        endpoint=normalize_endpoint(conn.host, conn.port, protocol.lower() if protocol else None),
-        access_key_id=conn.login,
-        access_key_secret=conn.password,
-        instance_name=instance_name,
-        region=region,
-        sts_token=sts_token,
-        connect_timeout=_timeout(extra, "connect_timeout", connect_timeout),
-        read_timeout=_timeout(extra, "read_timeout", read_timeout),
-    )
+    """An Airflow connection (plus hook-level overrides) as :class:`ConnectionSettings`, through the one parser
+    (:func:`~airflow_tablestore.client.settings.parse_settings`; a problem is a ``SettingsError`` naming the
+    connection's field)."""
+    overrides = {"region": region, "connect_timeout": connect_timeout, "read_timeout": read_timeout}
+    values = {
+        "endpoint": conn.host,
+        "access_key_id": conn.login,
+        "access_key_secret": conn.password,
+        "instance_name": _extra_field(extra, "instance_name"),
+        "sts_token": _extra_field(extra, "sts_token") or _extra_field(extra, "security_token"),
+        **{name: value if value is not None else _extra_field(extra, name) for name, value in overrides.items()},
+    }
+    return parse_settings(values, where=f"connection {getattr(conn, 'conn_id', None) or '?'!r}", labels=_LABELS,
+                          port=conn.port, protocol=_extra_field(extra, "protocol"))
 
 
 class _Closable(Protocol):
@@ -250,10 +180,10 @@ class TablestoreBaseHook(BaseHook, Generic[ClientT], metaclass=ABCMeta):
         self._config = config
         return config
 
-    def _undefined(self) -> TablestoreConnectionError:
+    def _undefined(self) -> SettingsError:
         """A connection id no connection has: an argument no retry can fix."""
         name = f"AIRFLOW_CONN_{str(self.tablestore_conn_id).upper()}"
-        return TablestoreConnectionError(
+        return SettingsError(
             f"connection {self.tablestore_conn_id!r} is not defined: create it (Admin > Connections, or the "
             f"environment variable {name}) or pass the id of a tablestore connection")
 

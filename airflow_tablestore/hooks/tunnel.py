@@ -1,6 +1,6 @@
 """``TablestoreTunnelHook``: Tunnel Service management and the consume-point check used by the sensor.
 
-The verdict and its messages are in :mod:`.consume_point`; time values are parsed by
+The verdict and its messages are in :mod:`airflow_tablestore.client.tunnel.consume_point`; time values are parsed by
 :func:`airflow_tablestore.client.epoch.parse_epoch_ns`.
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from airflow_tablestore.client.errors import NotFoundError, TablestoreClientError
 from airflow_tablestore.client.model import StreamSpec, TunnelDescription, TunnelType
 from airflow_tablestore.client.settings import ConnectionSettings
-from airflow_tablestore.hooks import consume_point
+from airflow_tablestore.client.tunnel import consume_point
 from airflow_tablestore.hooks.base import TablestoreBaseHook
 
 if TYPE_CHECKING:

@@ -7,12 +7,14 @@ Like the Amazon provider's ``AwsBaseOperator``: a subclass names its hook class 
         hook_class = TablestoreHook
         template_fields = tablestore_template_fields("table_name")
 
+        @closes_hooks
         def execute(self, context):
             return self.hook.describe_table(self.table_name) is not None
 
 The clients of the cached hooks (``hook``, and any other hook the task caches, such as ``source_hook``) are
-closed when ``execute`` ends, however it ends: :class:`TablestoreHookMixin` wraps the ``execute`` each
-subclass defines. A sensor's pokes in one ``execute`` share one client.
+closed when ``execute`` ends, however it ends: each ``execute`` says so with the :func:`closes_hooks` decorator
+(``tests/operators/test_closes_hooks.py`` checks that every operator and sensor of the package does). A sensor's
+pokes in one ``execute`` share one client.
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ def tablestore_template_fields(*fields: str) -> Sequence[str]:
     return (*CONNECTION_TEMPLATE_FIELDS, *fields)
 
 
-def _closing_hooks(execute: Callable[..., Any]) -> Callable[..., Any]:
+def closes_hooks(execute: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a Tablestore task's ``execute``: when it ends, however it ends, the clients of the hooks the
+    task cached are closed (:meth:`TablestoreHookMixin.close_hooks`)."""
+
     @functools.wraps(execute)
     def run_then_close_hooks(self: TablestoreHookMixin[Any], *args: Any, **kwargs: Any) -> Any:
         try:
@@ -51,7 +56,7 @@ def _closing_hooks(execute: Callable[..., Any]) -> Callable[..., Any]:
 
 class TablestoreHookMixin(Generic[HookT]):
     """``tablestore_conn_id``, ``region`` and the cached ``hook`` built from them (see the module docstring);
-    the ``execute`` of every subclass closes the cached hooks' clients when it ends.
+    an ``execute`` decorated with :func:`closes_hooks` closes the cached hooks' clients when it ends.
 
     :param tablestore_conn_id: Airflow connection id.
     :param region: overrides the connection's ``region`` extra (V4 signing).
@@ -60,12 +65,6 @@ class TablestoreHookMixin(Generic[HookT]):
     hook_class: type[HookT]
     tablestore_conn_id: str
     region: str | None
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        execute = cls.__dict__.get("execute")
-        if callable(execute) and not getattr(execute, "closes_hooks", False):
-            cls.execute = _closing_hooks(execute)  # type: ignore[attr-defined]
 
     def _init_connection(self, tablestore_conn_id: str, region: str | None) -> None:
         self.tablestore_conn_id = tablestore_conn_id

@@ -22,14 +22,14 @@ from airflow_tablestore.client.epoch import ns_to_iso, parse_time_argument
 from airflow_tablestore.client.errors import NotFoundError, TunnelExpiredError
 from airflow_tablestore.client.model import Record
 from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
+from airflow_tablestore.client.tunnel.consume_point import tunnel_problem_message
 from airflow_tablestore.client.tunnel.cutoff import consumed_through
 from airflow_tablestore.client.tunnel.processor import CallbackProcessor, ChannelContext
 from airflow_tablestore.client.tunnel.worker import TunnelWorker
-from airflow_tablestore.hooks.arguments import check_non_empty, check_positive, check_table_name
-from airflow_tablestore.hooks.consume_point import tunnel_problem_message
-from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
-from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
+from airflow_tablestore.operators.arguments import check_non_empty, check_positive, check_table_name
+from airflow_tablestore.operators.base import TablestoreBaseOperator, closes_hooks, tablestore_template_fields
+from airflow_tablestore.operators.failures import fail_fast
 
 ApplyFunction = Callable[[list[Record]], Any]
 
@@ -106,6 +106,7 @@ class TablestoreTunnelConsumeOperator(TablestoreBaseOperator[TablestoreTunnelHoo
         self.max_seconds = max_seconds
         self.heartbeat_interval = heartbeat_interval
 
+    @closes_hooks
     def execute(self, context: Context) -> dict[str, Any]:
         with fail_fast():
             check_table_name("table_name", self.table_name)

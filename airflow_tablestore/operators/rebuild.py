@@ -20,11 +20,11 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_tablestore.client.changelog import prepare_rebuild, replace_partitions
-from airflow_tablestore.hooks.arguments import check_choice, check_non_empty, check_table_name
-from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
-from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
+from airflow_tablestore.operators.arguments import check_choice, check_non_empty, check_table_name
+from airflow_tablestore.operators.base import TablestoreBaseOperator, closes_hooks, tablestore_template_fields
+from airflow_tablestore.operators.failures import fail_fast
 from airflow_tablestore.operators.replication import PARTITIONINGS, PLAN_XCOM_KEY
 
 
@@ -86,6 +86,7 @@ class TablestoreCreateRebuildTunnelOperator(TablestoreBaseOperator[TablestoreTun
         self.parquet_path = parquet_path
         self.plan_task_id = plan_task_id
 
+    @closes_hooks
     def execute(self, context: Context) -> dict[str, str]:
         if self.plan_task_id:
             chosen = context["ti"].xcom_pull(task_ids=self.plan_task_id, key=PLAN_XCOM_KEY) or []
@@ -145,6 +146,7 @@ class TablestoreSwapRebuiltPartitionsOperator(TablestoreBaseOperator[TablestoreT
         self.staging_path = staging_path
         self.partition_by = partition_by
 
+    @closes_hooks
     def execute(self, context: Context) -> list[str]:
         with fail_fast():
             _check_names(self.table_name, self.tunnel_name, parquet_path=self.parquet_path,

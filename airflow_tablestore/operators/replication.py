@@ -24,12 +24,12 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.assets.tablestore import create_asset
 from airflow_tablestore.client.changelog import aligned, interval_partitions
-from airflow_tablestore.hooks.arguments import check_choice, check_non_empty, check_table_name
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
-from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
+from airflow_tablestore.operators.arguments import check_choice, check_non_empty, check_table_name
 from airflow_tablestore.operators.base import TablestoreHookMixin, tablestore_template_fields
+from airflow_tablestore.operators.failures import fail_fast
 
 if TYPE_CHECKING:
     from airflow_tablestore.client.tunnel.cutoff import Progress
@@ -238,8 +238,8 @@ class TablestoreReplicationPlanOperator(BaseBranchOperator, TablestoreHookMixin[
     def choose_branch(self, context: Context) -> list[str]:
         from airflow_tablestore.client.epoch import to_ns
         from airflow_tablestore.client.errors import NotFoundError, TunnelExpiredError
+        from airflow_tablestore.client.tunnel.consume_point import tunnel_problem_message
         from airflow_tablestore.client.tunnel.cutoff import consumed_through, full_phase_done
-        from airflow_tablestore.hooks.consume_point import tunnel_problem_message
 
         cutoff = context.get("data_interval_end") or context["dag_run"].run_after
         with fail_fast():

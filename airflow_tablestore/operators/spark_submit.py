@@ -165,7 +165,7 @@ class TablestoreSparkSubmitOperator(SparkSubmitOperator):
         when the driver ran elsewhere (cluster deploy mode)."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from airflow_tablestore.hooks.failures import fail_fast
+        from airflow_tablestore.operators.failures import fail_fast
         from airflow_tablestore.spark.consumer.job import PERMANENT_EXIT_CODES
         from airflow_tablestore.spark.consumer.preflight import spark_submit_problem
 

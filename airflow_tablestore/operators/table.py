@@ -20,11 +20,11 @@ from airflow_tablestore.client.model import (
     TableOptions,
     TableSchema,
 )
-from airflow_tablestore.hooks.arguments import check_table_name
-from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook, replica_schema, schema_differences
 from airflow_tablestore.operators._lineage import table_lineage
-from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
+from airflow_tablestore.operators.arguments import check_table_name
+from airflow_tablestore.operators.base import TablestoreBaseOperator, closes_hooks, tablestore_template_fields
+from airflow_tablestore.operators.failures import fail_fast
 
 
 class TableSchemaMismatchError(TablestoreClientError):
@@ -236,6 +236,7 @@ class TablestoreCreateTableOperator(TablestoreBaseOperator[TablestoreHook]):
                 + ". Drop it, choose another name, or align the operator's schema."
             )
 
+    @closes_hooks
     def execute(self, context: Context) -> dict[str, Any]:
         with fail_fast(TableSchemaMismatchError):
             return self._create(context)
@@ -290,6 +291,7 @@ class TablestoreDeleteTableOperator(TablestoreBaseOperator[TablestoreHook]):
         super().__init__(**kwargs)
         self.table_name = table_name
 
+    @closes_hooks
     def execute(self, context: Context) -> bool:
         with fail_fast():
             check_table_name("table_name", self.table_name)

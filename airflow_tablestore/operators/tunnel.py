@@ -11,11 +11,11 @@ from airflow.sdk import Context
 from airflow_tablestore.client.epoch import parse_time_argument
 from airflow_tablestore.client.errors import AlreadyExistsError
 from airflow_tablestore.client.model import TunnelType
-from airflow_tablestore.hooks.arguments import check_non_empty, check_table_name
-from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook, parse_tunnel_type
 from airflow_tablestore.operators._lineage import table_lineage
-from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
+from airflow_tablestore.operators.arguments import check_non_empty, check_table_name
+from airflow_tablestore.operators.base import TablestoreBaseOperator, closes_hooks, tablestore_template_fields
+from airflow_tablestore.operators.failures import fail_fast
 
 
 def _time_ns(argument: str, value: datetime | str | int | None) -> int | None:
@@ -72,6 +72,7 @@ class TablestoreCreateTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
         self.stream_start = stream_start
         self.stream_end = stream_end
 
+    @closes_hooks
     def execute(self, context: Context) -> str:
         with fail_fast():
             return self._create(context)
@@ -131,6 +132,7 @@ class TablestoreDeleteTunnelOperator(TablestoreBaseOperator[TablestoreTunnelHook
         self.table_name = table_name
         self.tunnel_name = tunnel_name
 
+    @closes_hooks
     def execute(self, context: Context) -> bool:
         with fail_fast():
             check_table_name("table_name", self.table_name)

@@ -11,10 +11,10 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.client.replica import FENCE_COLUMN
 from airflow_tablestore.client.verify.compare import VerifyError
-from airflow_tablestore.hooks.arguments import check_table_name
-from airflow_tablestore.hooks.failures import fail_fast
 from airflow_tablestore.hooks.table import TablestoreHook
-from airflow_tablestore.operators.base import TablestoreBaseOperator, tablestore_template_fields
+from airflow_tablestore.operators.arguments import check_table_name
+from airflow_tablestore.operators.base import TablestoreBaseOperator, closes_hooks, tablestore_template_fields
+from airflow_tablestore.operators.failures import fail_fast
 
 
 class ReplicaDiffersError(AirflowFailException):
@@ -74,6 +74,7 @@ class TablestoreVerifyReplicaOperator(TablestoreBaseOperator[TablestoreHook]):
             return self.make_hook(self.sink_tablestore_conn_id)
         return self.hook
 
+    @closes_hooks
     def execute(self, context: Context) -> dict[str, Any]:
         with fail_fast(VerifyError):
             check_table_name("source_table", self.source_table)

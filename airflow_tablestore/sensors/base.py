@@ -14,7 +14,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, A
 
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
 from airflow_tablestore.links.console import CONSOLE_LINKS
-from airflow_tablestore.operators.base import CONNECTION_TEMPLATE_FIELDS, HookT, TablestoreHookMixin
+from airflow_tablestore.operators.base import CONNECTION_TEMPLATE_FIELDS, HookT, TablestoreHookMixin, closes_hooks
 
 
 class TablestoreBaseSensor(BaseSensorOperator, TablestoreHookMixin[HookT]):
@@ -28,6 +28,7 @@ class TablestoreBaseSensor(BaseSensorOperator, TablestoreHookMixin[HookT]):
         super().__init__(**kwargs)
         self._init_connection(tablestore_conn_id, region)
 
+    @closes_hooks
     def execute(self, context: Context) -> Any:
         """Poke until done (``BaseSensorOperator.execute``); the hooks' clients are closed afterwards."""
         return super().execute(context)

@@ -9,13 +9,13 @@ from typing import Any
 from airflow.sdk import Context, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_tablestore.hooks.arguments import check_positive, check_table_name
-from airflow_tablestore.hooks.failures import fail_fast
-from airflow_tablestore.hooks.row_check import RowCheck
 from airflow_tablestore.hooks.table import TablestoreHook
-from airflow_tablestore.operators.base import tablestore_template_fields
+from airflow_tablestore.operators.arguments import check_positive, check_table_name
+from airflow_tablestore.operators.base import closes_hooks, tablestore_template_fields
+from airflow_tablestore.operators.failures import fail_fast
 from airflow_tablestore.sensors.base import TablestoreBaseSensor
 from airflow_tablestore.triggers.row import TablestoreRowTrigger
+from airflow_tablestore.triggers.row_check import RowCheck
 
 
 class TablestoreRowSensor(TablestoreBaseSensor[TablestoreHook]):
@@ -75,6 +75,7 @@ class TablestoreRowSensor(TablestoreBaseSensor[TablestoreHook]):
         self.log.info("%s", message)
         return PokeReturnValue(is_done=done, xcom_value={"message": message} if done else None)
 
+    @closes_hooks
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)

@@ -11,11 +11,11 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.client.epoch import parse_epoch_ns, parse_time_argument
 from airflow_tablestore.client.errors import NotFoundError, TunnelExpiredError
-from airflow_tablestore.hooks.arguments import check_non_empty, check_positive, check_table_name
-from airflow_tablestore.hooks.consume_point import ConsumePointCheck, tunnel_problem_message
-from airflow_tablestore.hooks.failures import fail_fast
+from airflow_tablestore.client.tunnel.consume_point import ConsumePointCheck, tunnel_problem_message
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
-from airflow_tablestore.operators.base import tablestore_template_fields
+from airflow_tablestore.operators.arguments import check_non_empty, check_positive, check_table_name
+from airflow_tablestore.operators.base import closes_hooks, tablestore_template_fields
+from airflow_tablestore.operators.failures import fail_fast
 from airflow_tablestore.sensors.base import TablestoreBaseSensor
 from airflow_tablestore.triggers.tunnel import TablestoreTunnelConsumePointTrigger
 
@@ -98,6 +98,7 @@ class TablestoreTunnelConsumePointSensor(TablestoreBaseSensor[TablestoreTunnelHo
         self.log.info("Tunnel %r on %r: %s", self.tunnel_name, self.table_name, check.message)
         return PokeReturnValue(is_done=check.done, xcom_value=check.as_event() if check.done else None)
 
+    @closes_hooks
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)

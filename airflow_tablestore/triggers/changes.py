@@ -2,7 +2,8 @@
 unconsumed changes (enough records, or one waiting long enough).
 
 It never consumes: the count comes from the table's stream past the tunnel's consume point
-(:class:`~airflow_tablestore.hooks.changes.TunnelChangesWatch`), so the tunnel's real consumer keeps every channel.
+(:class:`~airflow_tablestore.triggers.changes_watch.TunnelChangesWatch`), so the tunnel's real consumer keeps
+every channel.
 Reported changes are remembered in memory only; after a triggerer restart the trigger counts again from the
 consume point, so changes nobody consumed are reported again (at least once, never lost). Airflow 3.3 tells a
 trigger nothing about whether its event reached the metadata database, so a watermark saved when the event is
@@ -19,10 +20,10 @@ from typing import Any
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_tablestore.client.errors import NotFoundError, TablestoreError, TunnelExpiredError
+from airflow_tablestore.client.tunnel.consume_point import tunnel_problem_message
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
-from airflow_tablestore.hooks.changes import ChangesThresholds, TunnelChangesWatch, changes_event, now_us
-from airflow_tablestore.hooks.consume_point import tunnel_problem_message
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
+from airflow_tablestore.triggers.changes_watch import ChangesThresholds, TunnelChangesWatch, changes_event, now_us
 from airflow_tablestore.triggers.tunnel import TRANSIENT_ERRORS
 
 

@@ -11,8 +11,8 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_tablestore.client.errors import TablestoreError
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
-from airflow_tablestore.hooks.row_check import RowCheck
 from airflow_tablestore.hooks.table import TablestoreHook
+from airflow_tablestore.triggers.row_check import RowCheck
 from airflow_tablestore.triggers.tunnel import TRANSIENT_ERRORS
 
 

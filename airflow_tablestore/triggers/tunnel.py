@@ -17,8 +17,8 @@ from airflow_tablestore.client.errors import (
     ThrottledError,
     TunnelExpiredError,
 )
+from airflow_tablestore.client.tunnel.consume_point import tunnel_problem_message
 from airflow_tablestore.hooks.base import DEFAULT_CONN_ID
-from airflow_tablestore.hooks.consume_point import tunnel_problem_message
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 
 #: Errors worth another poll (the next poll may succeed); anything else ends the wait with an error event.

@@ -423,7 +423,7 @@ def _sdk_norm(value: Any) -> list[Any]:
 @pytest.mark.oracle
 def test_official_sdk_decodes_the_same_values(compiled: ModuleType, tmp_path: Path) -> None:
     """The SDK reads PUT rows (no sentinels, deletes or sequence info: it has no tunnel support) as we do."""
-    from benchmarks.oracle import OracleUnavailable, ensure_oracle_venv
+    from testing.oracle import OracleUnavailable, ensure_oracle_venv
 
     try:
         python = ensure_oracle_venv()

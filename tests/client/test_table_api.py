@@ -582,7 +582,7 @@ print("done", len(ops))
 
 
 def _oracle_python() -> Path:
-    from benchmarks.oracle import OracleUnavailable, ensure_oracle_venv
+    from testing.oracle import OracleUnavailable, ensure_oracle_venv
 
     try:
         return ensure_oracle_venv()

@@ -10,8 +10,8 @@ import pytest
 
 from airflow_tablestore.emulator.testing import EmulatorProcess
 
-# `benchmarks` is a top-level package of the repository (on sys.path through pythonpath in pyproject.toml)
-from benchmarks.oracle import OracleUnavailable, ensure_oracle_venv  # noqa: E402
+# `testing` is a top-level package of the repository (on sys.path through pythonpath in pyproject.toml)
+from testing.oracle import OracleUnavailable, ensure_oracle_venv
 
 # pip output meaning "no index to install from", as opposed to a broken environment (which must fail).
 _UNREACHABLE = re.compile(

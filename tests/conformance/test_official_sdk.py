@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from benchmarks.oracle import run_in_oracle
+from testing.oracle import run_in_oracle
 
 SCENARIO = Path(__file__).with_name("sdk_scenario.py")
 EXPECTED_STEPS = {

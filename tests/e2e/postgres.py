@@ -20,7 +20,7 @@ from types import TracebackType
 
 import pytest
 
-from .airflow_components import free_port
+from testing.airflow_components import free_port
 
 BINDIR = Path(os.environ.get("TABLESTORE_PG_BINDIR", "/usr/lib/postgresql/15/bin"))
 USER = PASSWORD = DATABASE = "airflow"  # docker-compose.yaml's POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB

@@ -12,8 +12,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .airflow_components import free_port
-from .spark_runs import BIN, FAST_JVM
+from testing.airflow_components import free_port
+from testing.jvm import FAST_JVM
+
+from .spark_runs import BIN
 
 
 class Daemon:

@@ -17,6 +17,7 @@ from typing import Any
 from airflow_tablestore.client.model import Record
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.consumer.job import application_path
+from testing.jvm import FAST_JVM
 
 BIN = Path(sys.executable).parent
 
@@ -37,8 +38,6 @@ def consumer_env(tablestore_emulator: EmulatorProcess) -> dict[str, str]:
     return env
 
 
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-"""Driver JVM options that halve Spark start-up on a small machine (tests only: C1 JIT)."""
 
 
 @dataclasses.dataclass

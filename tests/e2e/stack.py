@@ -14,7 +14,9 @@ from typing import Any
 
 import yaml
 
-from .spark_runs import BIN, FAST_JVM
+from testing.jvm import FAST_JVM
+
+from .spark_runs import BIN
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "docker-compose.yaml").read_text())

@@ -36,6 +36,7 @@ from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.consumer.job import application_path
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 from airflow_tablestore.spark.sinks.purge import minimum_horizon_s
+from testing.jvm import FAST_JVM
 
 from .crash_tools import (
     COMPLETED,
@@ -47,7 +48,7 @@ from .crash_tools import (
     finish_or_kill,
     restart_after_reads,
 )
-from .spark_runs import BIN, FAST_JVM, base_rows, consumer_env, wait_until_gone
+from .spark_runs import BIN, base_rows, consumer_env, wait_until_gone
 
 pytestmark = pytest.mark.slow
 

@@ -24,8 +24,9 @@ from airflow_tablestore.spark.consumer.driver import ConsumerJob, JobSummary
 from airflow_tablestore.spark.consumer.options import parse_args
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
 from demo import replication as demo
+from testing.jvm import FAST_JVM
 
-from .spark_runs import FAST_JVM, base_rows
+from .spark_runs import base_rows
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,9 @@ from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
+from testing.jvm import FAST_JVM
 
-from .spark_runs import FAST_JVM, base_rows
+from .spark_runs import base_rows
 
 pytestmark = pytest.mark.slow
 ROWS = 1200

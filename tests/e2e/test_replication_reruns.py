@@ -18,8 +18,9 @@ from airflow_tablestore.client.model import StreamSpec
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from demo import replication as demo
+from testing.jvm import FAST_JVM
 
-from .spark_runs import BIN, FAST_JVM
+from .spark_runs import BIN
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 ROWS = 600

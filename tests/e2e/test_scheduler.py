@@ -41,8 +41,8 @@ from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
+from testing.airflow_components import Airflow, components_env, free_port
 
-from .airflow_components import Airflow, components_env, free_port
 from .postgres import PostgresCluster
 
 pytestmark = pytest.mark.slow

@@ -25,8 +25,7 @@ from airflow_tablestore.client.model import (
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from demo import replication as demo
-
-from .spark_runs import FAST_JVM
+from testing.jvm import FAST_JVM
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

@@ -18,9 +18,10 @@ from replication_helpers import make_replica, make_source, replica_differences
 
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.consumer.job import application_path
+from testing.jvm import FAST_JVM
 
 from .spark_cluster import Daemon, SparkCluster
-from .spark_runs import BIN, FAST_JVM, consumer_env
+from .spark_runs import BIN, consumer_env
 
 pytestmark = pytest.mark.slow
 ROWS = 3000

@@ -32,6 +32,7 @@ from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
+from testing.jvm import FAST_JVM
 
 from .crash_tools import (
     COMPLETED,
@@ -43,7 +44,7 @@ from .crash_tools import (
     finish_or_kill,
     restart_after_reads,
 )
-from .spark_runs import BIN, FAST_JVM, base_rows, consumer_env, wait_until_gone
+from .spark_runs import BIN, base_rows, consumer_env, wait_until_gone
 
 pytestmark = pytest.mark.slow
 

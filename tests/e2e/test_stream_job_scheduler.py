@@ -37,8 +37,7 @@ from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.changes import arrow_to_records
 from demo import replication as demo
-
-from .airflow_components import Airflow, components_env, free_port
+from testing.airflow_components import Airflow, components_env, free_port
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

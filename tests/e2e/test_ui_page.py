@@ -23,8 +23,7 @@ from airflow_helpers import simple_schema
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
-
-from .airflow_components import Airflow, components_env, free_port
+from testing.airflow_components import Airflow, components_env, free_port
 
 pytestmark = pytest.mark.slow
 

@@ -19,6 +19,7 @@ from airflow_tablestore.emulator.codec.decode import decode_row, decode_rows
 from airflow_tablestore.emulator.codec.encode import encode_primary_key, encode_row, value_payload
 from airflow_tablestore.emulator.codec.format import PBRow
 from airflow_tablestore.protocol import ots_filter_pb2, ots_table_pb2
+from testing.emulator_http import v2_headers
 
 pb: Any = ots_table_pb2
 fpb: Any = ots_filter_pb2
@@ -31,12 +32,6 @@ class WireError(Exception):
         self.code = code
         self.message = message
         self.headers = headers
-
-
-def sign(secret: str, uri: str, headers: dict[str, str]) -> str:
-    items = sorted((k, v.strip()) for k, v in headers.items() if k.startswith("x-ots-") and k != "x-ots-signature")
-    canonical = uri + "\nPOST\n\n" + "".join(f"{k}:{v}\n" for k, v in items)
-    return base64.b64encode(hmac.new(secret.encode(), canonical.encode(), hashlib.sha1).digest()).decode()
 
 
 def verify_response(secret: str, uri: str, resp: requests.Response, akid: str) -> None:
@@ -63,17 +58,7 @@ class Wire:
         self.session = requests.Session()
 
     def headers(self, body: bytes, uri: str, **overrides: str) -> dict[str, str]:
-        now = dt.datetime.now(dt.UTC)
-        h = {
-            "x-ots-date": now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z",
-            "x-ots-apiversion": "2015-12-31",
-            "x-ots-accesskeyid": self.akid,
-            "x-ots-instancename": self.instance,
-            "x-ots-contentmd5": base64.b64encode(hashlib.md5(body).digest()).decode(),
-        }
-        h.update(overrides)
-        h["x-ots-signature"] = sign(self.secret, uri, h)
-        return h
+        return v2_headers(self.akid, self.secret, self.instance, uri, body, dict(overrides))
 
     def raw(self, uri: str, body: bytes, headers: dict[str, str] | None = None) -> requests.Response:
         return self.session.post(self.endpoint + uri, data=body,

@@ -4,7 +4,6 @@ the emulator read SQLite again until the data is read twice at its new version."
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,7 @@ from airflow_tablestore.emulator.codec.format import INF_MAX, INF_MIN
 from airflow_tablestore.emulator.config import EmulatorConfig
 from airflow_tablestore.emulator.store.database import Store
 from airflow_tablestore.emulator.table.api import TableApi
-
-sys.path.insert(0, str(Path(__file__).parent / "tunnel"))
-from tunnel_emu_helpers import TERMINATED, Env, SimWorker, delete, put  # noqa: E402
+from testing.emulator_tunnel import TERMINATED, Env, SimWorker, delete, put
 
 CACHE = 64 * 1024 * 1024
 

@@ -21,14 +21,9 @@ from airflow_tablestore.client.model import (
     TunnelStage,
     TunnelType,
 )
-from airflow_tablestore.client.settings import ConnectionSettings
-from airflow_tablestore.hooks.base import (
-    TablestoreBaseHook,
-    TablestoreConnectionError,
-    normalize_endpoint,
-    parse_connection,
-)
-from airflow_tablestore.hooks.consume_point import evaluate_consume_point
+from airflow_tablestore.client.settings import ConnectionSettings, SettingsError, normalize_endpoint
+from airflow_tablestore.client.tunnel.consume_point import evaluate_consume_point
+from airflow_tablestore.hooks.base import TablestoreBaseHook, parse_connection
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.hooks.tunnel import TablestoreTunnelHook
 
@@ -85,12 +80,12 @@ def test_endpoint_normalisation(host: str, port: int | None, expected: str) -> N
 
 @pytest.mark.parametrize(
     ("host", "fragment"),
-    [("", "is empty"), ("ftp://h", "http:// or https://"), ("https://h?x=1", "query"),
+    [("", "missing Tablestore settings"), ("ftp://h", "http:// or https://"), ("https://h?x=1", "query"),
      ("https://user:pw@h", "credentials"), ("https://h:99999", "invalid port")],
 )
 def test_bad_endpoint_names_the_field(host: str, fragment: str) -> None:
-    with pytest.raises(TablestoreConnectionError) as info:
-        normalize_endpoint(host)
+    with pytest.raises(SettingsError) as info:
+        _parse(_conn(host=host))
     assert "'host' (Endpoint)" in str(info.value) and fragment in str(info.value)
     assert "pw" not in str(info.value)
     assert isinstance(info.value, ValueError)  # usable as a plain ValueError too
@@ -108,7 +103,7 @@ def test_bad_endpoint_names_the_field(host: str, fragment: str) -> None:
     ],
 )
 def test_missing_or_malformed_field_is_named(overrides: dict[str, Any], field: str) -> None:
-    with pytest.raises(TablestoreConnectionError) as info:
+    with pytest.raises(SettingsError) as info:
         _parse(_conn(**overrides))
     assert field in str(info.value)
     assert info.value.code == "OTSInvalidConnection"
@@ -273,7 +268,7 @@ def test_protocol_extra_sets_the_scheme_of_a_bare_host(host: str, protocol: str,
     ("https://h.example.com", "http", "keep one of them"),
 ])
 def test_bad_protocol_is_named(host: str, protocol: str, fragment: str) -> None:
-    with pytest.raises(TablestoreConnectionError, match=fragment):
+    with pytest.raises(SettingsError, match=fragment):
         normalize_endpoint(host, None, protocol)
 
 

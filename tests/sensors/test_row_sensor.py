@@ -11,10 +11,10 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, TaskDeferred
 from airflow_helpers import first_trigger_event, unique
 
-from airflow_tablestore.hooks.row_check import RowCheck
 from airflow_tablestore.hooks.table import TablestoreHook
 from airflow_tablestore.sensors.row import TablestoreRowSensor
 from airflow_tablestore.triggers.row import TablestoreRowTrigger
+from airflow_tablestore.triggers.row_check import RowCheck
 
 NO_CONTEXT: Any = {}
 

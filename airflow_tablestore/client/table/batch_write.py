@@ -1,17 +1,17 @@
-"""Batch writing for ``TableClient``: ``batch_write_row`` (one BatchWriteRow request) and ``write_rows``
-(any number of writes chunked into legal batches, per-row retries, never dropping a row silently).
+"""Pieces of the table API's batch writes: a write encoded once, one BatchWriteRow request, one legal batch
+sent with per-row retries.
 
-Functions over a :class:`Transport`; ``TableClient.batch_write_row``/``write_rows`` delegate here.
+:class:`~airflow_tablestore.client.table.client.TableClient` owns ``batch_write_row`` and ``write_rows`` (the
+chunking into legal batches) and sends each batch with these.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from airflow_tablestore.client.errors import (
-    BatchWriteError,
     TablestoreClientError,
     TablestoreError,
     error_from_response,
@@ -39,13 +39,13 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH_WRITE_ROWS = 200
 MAX_BATCH_WRITE_BYTES = 4 * 1024 * 1024
-_PROGRESS_ROWS = 50_000  # write_rows logs progress at INFO every this many rows
+PROGRESS_ROWS = 50_000  # write_rows logs progress at INFO every this many rows
 _OPERATION_TYPES = {WriteType.PUT: 1, WriteType.UPDATE: 2, WriteType.DELETE: 3}
 # Per-row failures that are safe to retry when the row write itself is repeatable.
 _ROW_SERVER_CODES = frozenset({"OTSInternalServerError", "OTSServerUnavailable", "OTSTimeout"})
 
 
-def _encode_write(write: RowWrite, *, fenced: bool = False) -> tuple[PrimaryKey, bytes, bool]:
+def encode_write(write: RowWrite, *, fenced: bool = False) -> tuple[PrimaryKey, bytes, bool]:
     """One batch row, normalized and encoded once: its primary key, its PlainBuffer ``row_change``, and
     whether applying it twice equals applying it once (for retries after a server-side error). ``fenced``:
     the caller's conditions are fences (a second application is refused by its own condition), so a
@@ -68,20 +68,10 @@ def _encode_write(write: RowWrite, *, fenced: bool = False) -> tuple[PrimaryKey,
     return primary_key, encode_row(row), repeatable
 
 
-def batch_write_row(transport: Transport, writes: Sequence[RowWrite]) -> list[RowWriteResult]:
-    """Apply up to 200 row writes (any tables) in one request; one result per write, in order."""
-    encoded = [(write, _encode_write(write)[1]) for write in writes]
-    if len(encoded) > MAX_BATCH_WRITE_ROWS:
-        raise TablestoreClientError(
-            f"batch_write_row takes at most {MAX_BATCH_WRITE_ROWS} rows, got {len(encoded)}; "
-            "use write_rows() to chunk"
-        )
-    return _batch_write(transport, encoded)
-
-
-def _batch_write(
+def send_batch(
     transport: Transport, encoded: Sequence[tuple[RowWrite, bytes]], *, idempotent: bool = False
 ) -> list[RowWriteResult]:
+    """One BatchWriteRow request of encoded writes (grouped by table); one result per write, in order."""
     if not encoded:
         return []
     groups: dict[str, list[int]] = {}
@@ -122,97 +112,7 @@ def _batch_write(
     return [result for result in results if result is not None]
 
 
-def write_rows(
-    transport: Transport,
-    writes: Iterable[RowWrite],
-    *,
-    max_attempts: int = 5,
-    max_batch_rows: int = MAX_BATCH_WRITE_ROWS,
-    max_batch_bytes: int = MAX_BATCH_WRITE_BYTES,
-    fenced: bool = False,
-) -> int:
-    """Write any number of rows in legal batches (≤200 rows, ≤4 MB); return how many were written.
-
-    Writes are applied in iteration order per row: a row appearing again starts a new batch, so a
-    retried write can never overtake a later write of the same row. ``fenced=True`` declares the writes'
-    conditions to be fences (re-sending a write that landed is refused by its own condition), which lets
-    batches of conditional writes be re-sent after a 5xx or a timeout like unconditional ones.
-
-    Rows failing with a retryable per-row error are retried (up to ``max_attempts`` tries each, with
-    backoff). If any row still fails, or a whole batch request fails, raises :class:`BatchWriteError`
-    whose ``failures`` lists every failed :class:`RowWriteResult` (a failed request marks all of its
-    rows failed; rows after it are not attempted and ``failures`` says so via ``not_attempted``).
-    """
-    if not 1 <= max_batch_rows <= MAX_BATCH_WRITE_ROWS:
-        raise TablestoreClientError(f"max_batch_rows must be in 1..{MAX_BATCH_WRITE_ROWS}")
-    written = 0
-    failures: list[RowWriteResult] = []
-    batch: list[tuple[int, RowWrite, bytes, bool]] = []
-    batch_keys: set[tuple[str, PrimaryKey]] = set()
-    batch_bytes = 0
-    seen = 0
-    next_progress = _PROGRESS_ROWS
-    iterator = iter(writes)
-    try:
-        for write in iterator:
-            index = seen
-            seen += 1
-            try:
-                primary_key, row_change, repeatable = _encode_write(write, fenced=fenced)
-            except TablestoreClientError as exc:  # invalid input: report the row, keep going
-                failures.append(RowWriteResult(write, index, False, error=exc))
-                continue
-            key = (write.table, primary_key)
-            if batch and (
-                len(batch) >= max_batch_rows
-                or batch_bytes + len(row_change) > max_batch_bytes
-                or key in batch_keys  # a row at most once per batch: retries cannot reorder its writes
-            ):
-                written += _write_batch_with_retries(transport, batch, max_attempts, failures)
-                batch, batch_bytes = [], 0
-                batch_keys.clear()
-                if written >= next_progress:
-                    log.info("write_rows: %d row(s) written so far, %d failed", written, len(failures))
-                    next_progress = written + _PROGRESS_ROWS
-            batch.append((index, write, row_change, repeatable))
-            batch_keys.add(key)
-            batch_bytes += len(row_change)
-        if batch:
-            written += _write_batch_with_retries(transport, batch, max_attempts, failures)
-            batch = []
-    except _BatchAborted as aborted:
-        written += aborted.written
-        # rows pulled from the iterator after the failed batch, plus the rest of the iterator
-        not_attempted = (seen - 1 - aborted.last_index) + sum(1 for _ in iterator)
-        failures.extend(aborted.results)
-        failures.sort(key=lambda result: result.index)
-        error = BatchWriteError(
-            f"write_rows stopped: a batch request failed with {aborted.error.code}: {aborted.error.message}; "
-            f"{written} row(s) written, {len(failures)} failed, {not_attempted} not attempted",
-            failures,
-            written=written,
-            not_attempted=not_attempted,
-        )
-        raise error from aborted.error
-    if failures:
-        failures.sort(key=lambda result: result.index)
-        codes = sorted(
-            {result.error.code for result in failures if isinstance(result.error, TablestoreError)}
-        )
-        retried = sum(1 for result in failures if result.attempts > 1)
-        after = f", {retried} of them after retries" if retried else ""  # said only where a retry happened
-        error = BatchWriteError(
-            f"{len(failures)} of {seen} row(s) failed ({', '.join(codes) or 'errors'}{after}); "
-            f"{written} written. See .failures for every failed row",
-            failures,
-            written=written,
-        )
-        raise error
-    log.debug("write_rows: %d row(s) written", written)
-    return written
-
-
-def _write_batch_with_retries(
+def write_batch_with_retries(
     transport: Transport,
     batch: list[tuple[int, RowWrite, bytes, bool]],
     max_attempts: int,
@@ -229,11 +129,11 @@ def _write_batch_with_retries(
             rows = [(batch[i][1], batch[i][2]) for i in pending]
             # A batch of repeatable writes may be re-sent after a 5xx/timeout: applying it twice is harmless.
             repeatable = all(batch[i][3] for i in pending)
-            results = _batch_write(transport, rows, idempotent=repeatable)
+            results = send_batch(transport, rows, idempotent=repeatable)
         except TablestoreError as exc:
             aborted = [RowWriteResult(batch[i][1], batch[i][0], False, error=exc, attempts=attempt) for i in pending]
             failures.extend(final.values())
-            raise _BatchAborted(exc, aborted, written, batch[-1][0]) from exc
+            raise BatchAborted(exc, aborted, written, batch[-1][0]) from exc
         retry_next: list[int] = []
         retry_error: TablestoreError | None = None
         for local, result in zip(pending, results, strict=True):
@@ -264,7 +164,9 @@ def _write_batch_with_retries(
     return written
 
 
-class _BatchAborted(Exception):
+class BatchAborted(Exception):
+    """A whole batch request failed: ``write_rows`` stops there and reports what was written before it."""
+
     def __init__(
         self, error: TablestoreError, results: list[RowWriteResult], written: int, last_index: int
     ) -> None:

@@ -34,7 +34,7 @@ from airflow_tablestore.client.model import (
     TunnelType,
 )
 from airflow_tablestore.client.records import EncodedRecords, decode_records, split_read_records
-from airflow_tablestore.client.table.ddl import TableDdl
+from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.transport import RawResponse
 from airflow_tablestore.client.tunnel.reads import FINISHED, EncodedReadResult, ReadResult
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
@@ -176,7 +176,7 @@ class TunnelClient(BaseClient):
     def _stream_off(self, table: str) -> bool:
         """Whether ``table`` exists with its stream off (DescribeTable; False when that cannot be told)."""
         try:
-            return not TableDdl(self._transport).describe_table(table).stream.enabled
+            return not TableClient(transport=self._transport).describe_table(table).stream.enabled
         except TablestoreError:
             return False
 

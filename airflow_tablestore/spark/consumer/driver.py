@@ -38,8 +38,9 @@ from airflow_tablestore.spark.consumer.outcome import (
     is_wrapped_resource_gone,
     resource_gone_line,
 )
-from airflow_tablestore.spark.consumer.reader import CONTROL_DDL, ChannelTask, RoundPlan, round_function
+from airflow_tablestore.spark.consumer.reader import ChannelTask, RoundPlan, round_function
 from airflow_tablestore.spark.consumer.round_progress import DEFAULT_INTERVAL_S, RoundProgress
+from airflow_tablestore.spark.consumer.round_result import ChannelResult
 from airflow_tablestore.spark.sinks.protocol import Sink
 
 log = logging.getLogger(__name__)
@@ -53,11 +54,11 @@ def _fmt_ns(ns: int) -> str:
     return ns_to_iso(ns) or "none"
 
 
-def spark_round(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+def spark_round(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
     """Run a round as one Spark job: one ``mapInArrow`` task per channel; returns the control rows."""
     n = len(plan.tasks)
-    frame = spark.range(0, n, 1, numPartitions=n).mapInArrow(round_function(plan), CONTROL_DDL)
-    return [row.asDict() for row in frame.collect()]
+    frame = spark.range(0, n, 1, numPartitions=n).mapInArrow(round_function(plan), ChannelResult.DDL)
+    return [ChannelResult.from_row(row.asDict()) for row in frame.collect()]
 
 
 class ConsumerJob:
@@ -71,7 +72,7 @@ class ConsumerJob:
         settings: ConnectionSettings,
         sink: Sink,
         spark_factory: Callable[[], Any],
-        runner: Callable[[Any, RoundPlan], list[dict[str, Any]]] = spark_round,
+        runner: Callable[[Any, RoundPlan], list[ChannelResult]] = spark_round,
     ) -> None:
         self.runner = runner
         self.options = options
@@ -285,8 +286,8 @@ class ConsumerJob:
             session.end_round()
         ran = time.monotonic()
         session.tunnel.check()  # never checkpoint a round read under a lost client id
-        read = [row for row in rows if not row.get("error")]
-        failed = [row for row in rows if row.get("error")]
+        read = [row for row in rows if not row.error]
+        failed = [row for row in rows if row.error]
         finished = self._commit(session, read, checkpoints)
         self._handle_failed_channels(failed, all_failed=not read)
         if finished:
@@ -318,48 +319,48 @@ class ConsumerJob:
                          options.records_per_channel, options.cutoff_us, options.request_timeout,
                          options.bytes_per_channel)
 
-    def _commit(self, session: RoundSession, read: list[dict[str, Any]],
+    def _commit(self, session: RoundSession, read: list[ChannelResult],
                 checkpoints: dict[str, tuple[str, int]]) -> int:
         """Checkpoint each channel's new token, then publish its staged output; report the channels that
         finished TERMINATED. Returns how many finished."""
         finished = 0
-        for row in sorted(read, key=lambda r: r["channel_id"]):
-            channel_id, start_token, next_token = row["channel_id"], row["start_token"], row["next_token"]
+        for row in sorted(read, key=lambda r: r.channel_id):
+            channel_id, start_token, next_token = row.channel_id, row.start_token, row.next_token
             _, sequence = checkpoints[channel_id]
             self._channel_failures.pop(channel_id, None)
             stored = True
             if next_token != start_token and start_token != FINISHED:
                 stored = session.commit(channel_id, start_token, sequence, next_token)
-                if stored and int(row["records"]):
+                if stored and row.records:
                     self.sink.publish(channel_id, start_token, next_token, sequence + 1)
-            if row["finished"] and stored:  # never report TERMINATED without the "finished" checkpoint
+            if row.finished and stored:  # never report TERMINATED without the "finished" checkpoint
                 session.mark_finished(channel_id)
                 finished += 1
         return finished
 
-    def _count(self, number: int, read: list[dict[str, Any]], finished: int) -> int:
+    def _count(self, number: int, read: list[ChannelResult], finished: int) -> int:
         """Add a round's rows to the summary; returns the round's records."""
         summary = self.summary
-        records = sum(int(row["records"]) for row in read)
+        records = sum(row.records for row in read)
         summary.rounds = number
         summary.records += records
-        summary.bytes += sum(int(row["bytes"]) for row in read)
+        summary.bytes += sum(row.bytes for row in read)
         summary.channels_finished += finished
-        summary.refused += sum(int(row.get("refused") or 0) for row in read)
-        task_peaks = (int(row.get("peak_rss_bytes") or 0) for row in read)
+        summary.refused += sum(row.refused for row in read)
+        task_peaks = (row.peak_rss_bytes for row in read)
         summary.peak_task_rss_bytes = max([summary.peak_task_rss_bytes, *task_peaks])
-        summary.profile["read"] += sum(float(row["read_seconds"]) for row in read)
-        summary.profile["sink"] += sum(float(row["sink_seconds"]) for row in read)
+        summary.profile["read"] += sum(row.read_seconds for row in read)
+        summary.profile["sink"] += sum(row.sink_seconds for row in read)
         return records
 
-    def _log_round(self, number: int, read: list[dict[str, Any]], failed: list[dict[str, Any]], finished: int,
+    def _log_round(self, number: int, read: list[ChannelResult], failed: list[ChannelResult], finished: int,
                    records: int, wall: float) -> None:
         options = self.options
         details = ""
         if options.phase == "incremental" and options.cutoff is not None:
-            newest_us = max((row["max_sequence_timestamp_us"] or 0 for row in read), default=0)
+            newest_us = max((row.max_sequence_timestamp_us or 0 for row in read), default=0)
             details = f", newest record {_fmt_ns(newest_us * 1000)} vs cutoff {options.cutoff.isoformat()}"
-        refused = sum(int(row.get("refused") or 0) for row in read)
+        refused = sum(row.refused for row in read)
         if refused:
             details += f", {refused} writes refused by the fence (the destination already held them or newer)"
         if failed:
@@ -368,20 +369,20 @@ class ConsumerJob:
                  number, options.phase, len(read), records, finished, wall,
                  records / wall if wall > 0 else 0.0, self.summary.records, details)
 
-    def _handle_failed_channels(self, failed: list[dict[str, Any]], *, all_failed: bool) -> None:
+    def _handle_failed_channels(self, failed: list[ChannelResult], *, all_failed: bool) -> None:
         """Channels whose task met a transient error keep their checkpoint and are replayed next round; the
         job gives up on a channel after ``MAX_CHANNEL_FAILURES`` failed rounds in a row."""
         for row in failed:
-            cid = row["channel_id"]
+            cid = row.channel_id
             count = self._channel_failures.get(cid, 0) + 1
             self._channel_failures[cid] = count
             if count >= MAX_CHANNEL_FAILURES:
-                raise JobError(f"channel {cid} failed {count} rounds in a row, giving up: {row['error']}")
+                raise JobError(f"channel {cid} failed {count} rounds in a row, giving up: {row.error}")
             log.warning("channel %s failed this round (%s); the other channels' work is checkpointed, this "
                         "one is replayed from its checkpoint (failure %d of at most %d in a row)", cid,
-                        row["error"], count, MAX_CHANNEL_FAILURES - 1)
+                        row.error, count, MAX_CHANNEL_FAILURES - 1)
         if failed and all_failed:
-            worst = max(self._channel_failures[r["channel_id"]] for r in failed)
+            worst = max(self._channel_failures[r.channel_id] for r in failed)
             delay = FAILED_ROUND.delay(worst - 1)
             log.info("every channel of the round failed; waiting %.1fs before the next round", delay)
             time.sleep(delay)

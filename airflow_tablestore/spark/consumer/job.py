@@ -138,6 +138,7 @@ def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
     """Parse, run one phase, log a ``CONSUMER_SUMMARY {json}`` line; returns the exit code."""
     from airflow_tablestore.client import credentials as settings_mod
     from airflow_tablestore.client.errors import PERMANENT_ERRORS, TablestoreError, TunnelExpiredError
+    from airflow_tablestore.client.settings import SettingsError
     from airflow_tablestore.spark.consumer.driver import ConsumerJob
     from airflow_tablestore.spark.consumer.options import OptionsError, parse_args
     from airflow_tablestore.spark.consumer.outcome import ConfigurationError, JobError, expired_message
@@ -149,10 +150,15 @@ def run(argv: Sequence[str] | None = None, spark_factory: Any = None) -> int:
         return EXIT_BAD_ARGUMENTS
     spark_holder: list[Any] = []
     job = None
-    permanent: tuple[type[Exception], ...] = (*PERMANENT_ERRORS, settings_mod.SettingsError)
+    permanent: tuple[type[Exception], ...] = (*PERMANENT_ERRORS, SettingsError)
     try:
         source = settings_mod.load(credentials_file=options.credentials_file, section="source",
                                    env_prefix=settings_mod.SOURCE_PREFIX)
+        try:
+            options = options.with_connection(source)
+        except OptionsError as exc:
+            log.error("%s", exc)
+            return EXIT_BAD_ARGUMENTS
         sink = build_sink(options, source)
         factory = spark_factory or default_spark_factory(options)
 

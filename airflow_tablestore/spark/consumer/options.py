@@ -1,8 +1,10 @@
-"""Command-line options of the consumer job (no secrets here: see :mod:`.settings`)."""
+"""Command-line options of the consumer job (no secrets here: the settings come from
+:mod:`airflow_tablestore.client.credentials`)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -10,7 +12,9 @@ from datetime import datetime, timedelta
 from airflow_tablestore.client.credentials import SINK_PREFIX
 from airflow_tablestore.client.epoch import EPOCH, TimeArgumentError, parse_time_argument, to_ns
 from airflow_tablestore.client.replica import FENCE_COLUMN
+from airflow_tablestore.client.settings import ConnectionSettings
 
+DEFAULT_REQUEST_TIMEOUT_S = 60.0
 PHASES = ("full", "incremental")
 SINKS = ("tablestore", "parquet")
 
@@ -42,9 +46,22 @@ class JobOptions:
     client_timeout: int = 60
     idle_wait: float = 1.0
     max_rounds: int = 0
-    request_timeout: float = 60.0
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S
+    request_timeout_given: bool = False
+    """Whether ``--request-timeout`` was given; if not, the connection's read timeout (when it has one) is the
+    request timeout (:meth:`with_connection`)."""
     app_name: str | None = None
     purge_tombstones_after: float | None = None
+
+    def with_connection(self, settings: ConnectionSettings) -> JobOptions:
+        """These options with the connection's read timeout as the request timeout when ``--request-timeout``
+        was not given, re-checked (the tombstone horizon depends on it)."""
+        if self.request_timeout_given or settings.read_timeout is None:
+            return self
+        options = dataclasses.replace(self, request_timeout=settings.read_timeout)
+        if options.purge_tombstones_after is not None:
+            check_purge(options)
+        return options
 
     @property
     def cutoff_us(self) -> int | None:
@@ -128,8 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds to wait after a round that found nothing to do (default %(default)s)")
     p.add_argument("--max-rounds", type=_non_negative_int, default=0,
                    help="stop after this many rounds, 0 = until the phase is done (default)")
-    p.add_argument("--request-timeout", type=_positive_float, default=60.0,
-                   help="HTTP timeout of one Tablestore request in seconds (default %(default)s)")
+    p.add_argument("--request-timeout", type=_positive_float,
+                   help="HTTP read timeout of one Tablestore request in seconds (default: the connection's "
+                   f"read_timeout, else {DEFAULT_REQUEST_TIMEOUT_S:g})")
     p.add_argument("--app-name", help="Spark application name")
     p.add_argument("--purge-tombstones-after", type=_positive_float, metavar="SECONDS",
                    help="after the run, delete the sink table's tombstones (deleted rows kept for the fence) "
@@ -159,9 +177,7 @@ def parse_args(argv: Sequence[str] | None = None) -> JobOptions:
         raise OptionsError(f"--fence-column {ns.fence_column!r} is not a valid column name")
     if ns.heartbeat_interval >= ns.client_timeout:
         raise OptionsError("--heartbeat-interval must be shorter than --client-timeout")
-    if ns.purge_tombstones_after is not None:
-        _check_purge(ns)
-    return JobOptions(
+    options = JobOptions(
         table=ns.table,
         tunnel=ns.tunnel,
         phase=ns.phase,
@@ -181,13 +197,18 @@ def parse_args(argv: Sequence[str] | None = None) -> JobOptions:
         client_timeout=ns.client_timeout,
         idle_wait=ns.idle_wait,
         max_rounds=ns.max_rounds,
-        request_timeout=ns.request_timeout,
+        request_timeout=ns.request_timeout or DEFAULT_REQUEST_TIMEOUT_S,
+        request_timeout_given=ns.request_timeout is not None,
         app_name=ns.app_name,
         purge_tombstones_after=ns.purge_tombstones_after,
     )
+    if options.purge_tombstones_after is not None:
+        check_purge(options)
+    return options
 
 
-def _check_purge(ns: argparse.Namespace) -> None:
+def check_purge(ns: JobOptions) -> None:
+    """``--purge-tombstones-after`` needs a fenced Tablestore sink and at least the stale-write horizon."""
     from airflow_tablestore.spark.sinks.purge import minimum_horizon_s
 
     if ns.sink != "tablestore" or not ns.fence_column:
@@ -196,6 +217,7 @@ def _check_purge(ns: argparse.Namespace) -> None:
     minimum = minimum_horizon_s(request_timeout=ns.request_timeout, client_timeout=ns.client_timeout,
                                 heartbeat_interval=ns.heartbeat_interval,
                                 records_per_channel=ns.records_per_channel)
+    assert ns.purge_tombstones_after is not None
     if ns.purge_tombstones_after < minimum:
         raise OptionsError(f"--purge-tombstones-after {ns.purge_tombstones_after:g} is below {minimum:.0f}s, the "
                            "longest a stale write can still arrive with these --client-timeout, "

@@ -2,8 +2,8 @@
 
 A round is planned on the driver as a picklable :class:`RoundPlan`; Spark runs :func:`round_function` through
 ``mapInArrow`` over one row per channel, and every task returns one Arrow **control row**
-(:data:`CONTROL_SCHEMA`: next token, finished, record count, max sequence timestamp, timings) that the driver
-checkpoints once the whole round succeeded.
+(:class:`~airflow_tablestore.spark.consumer.round_result.ChannelResult`: next token, finished, record count, max
+sequence timestamp, timings) that the driver checkpoints once the whole round succeeded.
 """
 
 from __future__ import annotations
@@ -20,35 +20,9 @@ from airflow_tablestore.client.errors import is_transient
 from airflow_tablestore.client.records import EncodedRecords
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.tunnel.reads import FINISHED
-from airflow_tablestore.client.tunnel.span import Position, Span, SpanRead
+from airflow_tablestore.client.tunnel.span import Position, Span, SpanEnd, SpanRead
+from airflow_tablestore.spark.consumer.round_result import ChannelResult
 from airflow_tablestore.spark.sinks.protocol import ChannelWriter, Sink
-
-CONTROL_SCHEMA = pa.schema([
-    pa.field("channel_id", pa.string()),
-    pa.field("start_token", pa.string()),
-    pa.field("next_token", pa.string()),
-    pa.field("finished", pa.bool_()),
-    pa.field("records", pa.int64()),
-    pa.field("bytes", pa.int64()),
-    pa.field("reads", pa.int64()),
-    pa.field("max_sequence_timestamp_us", pa.int64()),
-    pa.field("reached_cutoff", pa.bool_()),
-    pa.field("caught_up", pa.bool_()),
-    pa.field("read_seconds", pa.float64()),
-    pa.field("sink_seconds", pa.float64()),
-    pa.field("task_seconds", pa.float64()),
-    pa.field("refused", pa.int64()),
-    pa.field("peak_rss_bytes", pa.int64()),
-    pa.field("error", pa.string()),
-])
-"""One row per channel and round, returned by the Spark tasks to the driver."""
-
-CONTROL_DDL = (
-    "channel_id string, start_token string, next_token string, finished boolean, records long, bytes long, "
-    "reads long, max_sequence_timestamp_us long, reached_cutoff boolean, caught_up boolean, "
-    "read_seconds double, sink_seconds double, task_seconds double, refused long, peak_rss_bytes long, error string"
-)
-""":data:`CONTROL_SCHEMA` as a Spark DDL string (the ``mapInArrow`` output schema)."""
 
 
 @dataclass(frozen=True)
@@ -80,22 +54,16 @@ class RoundPlan:
     max_bytes: int = 256 * 1024 * 1024
 
 
-def read_channel(client: Any, plan: RoundPlan, task: ChannelTask) -> dict[str, Any]:
+def read_channel(client: Any, plan: RoundPlan, task: ChannelTask) -> ChannelResult:
     """Read ``task``'s channel until "finished", the record or byte cap, the cutoff or (stream) the head of the
     log; write every record to the sink; return the control row. Raises if a read or a sink write fails."""
     started = time.perf_counter()
-    row: dict[str, Any] = {
-        "channel_id": task.channel_id, "start_token": task.start_token, "next_token": task.start_token,
-        "finished": task.start_token == FINISHED, "records": 0, "bytes": 0, "reads": 0,
-        "max_sequence_timestamp_us": None, "reached_cutoff": False, "caught_up": False,
-        "read_seconds": 0.0, "sink_seconds": 0.0, "task_seconds": 0.0, "refused": 0,
-        "peak_rss_bytes": peak_rss_bytes(), "error": None,
-    }
-    if row["finished"]:  # a previous owner finished it; nothing to read (never ReadRecords "finished")
-        return row
+    if task.start_token == FINISHED:  # a previous owner finished it; nothing to read (never ReadRecords "finished")
+        return ChannelResult(task.channel_id, task.start_token, task.start_token, finished=True,
+                             peak_rss_bytes=peak_rss_bytes())
     writer = plan.sink.open(task.channel_id, task.start_token, task.sequence + 1)
     try:
-        token, count, size, reads, max_ts, read_s, sink_s = _read_into(client, plan, task, writer, row)
+        token, count, size, reads, max_ts, read_s, sink_s, end = _read_into(client, plan, task, writer)
         t2 = time.perf_counter()
         written = writer.close(token)
         sink_s += time.perf_counter() - t2
@@ -104,18 +72,20 @@ def read_channel(client: Any, plan: RoundPlan, task: ChannelTask) -> dict[str, A
         raise
     if written != count:
         raise RuntimeError(f"sink wrote {written} of {count} records of channel {task.channel_id}")
-    row.update(next_token=token, records=count, bytes=size, reads=reads, max_sequence_timestamp_us=max_ts,
-               read_seconds=read_s, sink_seconds=sink_s, task_seconds=time.perf_counter() - started,
-               refused=writer.refused, peak_rss_bytes=peak_rss_bytes())
-    return row
+    return ChannelResult(
+        task.channel_id, task.start_token, token, end.finished, records=count, bytes=size, reads=reads,
+        max_sequence_timestamp_us=max_ts, reached_cutoff=end.reached_until, caught_up=end.caught_up,
+        read_seconds=read_s, sink_seconds=sink_s, task_seconds=time.perf_counter() - started,
+        refused=writer.refused, peak_rss_bytes=peak_rss_bytes(),
+    )
 
 
-def _read_into(client: Any, plan: RoundPlan, task: ChannelTask, writer: ChannelWriter,
-               row: dict[str, Any]) -> tuple[str, int, int, int, int | None, float, float]:
+def _read_into(client: Any, plan: RoundPlan, task: ChannelTask, writer: ChannelWriter
+               ) -> tuple[str, int, int, int, int | None, float, float, SpanEnd]:
     """The read loop of :func:`read_channel`: the channel's records in whole answers (the shared read path,
     :class:`~airflow_tablestore.client.tunnel.span.SpanRead`) until "finished", the caps, the cutoff or the head
-    of the log; returns (token, records, bytes, reads, newest sequence timestamp, read seconds, sink seconds) and
-    sets the row's stop flags."""
+    of the log; returns (token, records, bytes, reads, newest sequence timestamp, read seconds, sink seconds,
+    where and why the span ended)."""
     span = Span(Position(task.start_token), plan.max_records, plan.cutoff_us, task.stream)
     encoded = bool(getattr(plan.sink, "takes_encoded", False))  # the Parquet change log: Arrow from the bytes
     read = SpanRead(client, plan.tunnel_id, plan.client_id, task.channel_id, span, whole_answers=True,
@@ -145,10 +115,7 @@ def _read_into(client: Any, plan: RoundPlan, task: ChannelTask, writer: ChannelW
                 max_ts = seq.timestamp
     end = read.end
     assert end is not None
-    row["finished"] = end.finished
-    row["reached_cutoff"] = end.reached_until
-    row["caught_up"] = end.caught_up
-    return end.position.token, count, read.bytes, read.reads, max_ts, read_s, sink_s
+    return end.position.token, count, read.bytes, read.reads, max_ts, read_s, sink_s, end
 
 
 def peak_rss_bytes() -> int:
@@ -161,7 +128,7 @@ def peak_rss_bytes() -> int:
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
-def read_channel_isolated(client: Any, plan: RoundPlan, task: ChannelTask) -> dict[str, Any]:
+def read_channel_isolated(client: Any, plan: RoundPlan, task: ChannelTask) -> ChannelResult:
     """:func:`read_channel`, but a transient failure (network, throttling, timeout, 5xx after the client's
     own retries) becomes a control row with ``error`` set and the start token as next token, so the other
     channels' finished work is still checkpointed and only this channel is replayed. Anything else raises
@@ -172,13 +139,11 @@ def read_channel_isolated(client: Any, plan: RoundPlan, task: ChannelTask) -> di
     except Exception as exc:
         if not is_transient(exc):
             raise
-        return {
-            "channel_id": task.channel_id, "start_token": task.start_token, "next_token": task.start_token,
-            "finished": False, "records": 0, "bytes": 0, "reads": 0, "max_sequence_timestamp_us": None,
-            "reached_cutoff": False, "caught_up": False, "read_seconds": 0.0, "sink_seconds": 0.0,
-            "task_seconds": time.perf_counter() - started, "refused": 0, "peak_rss_bytes": peak_rss_bytes(),
-            "error": f"{type(exc).__name__}: {exc}"[:500],
-        }
+        return ChannelResult(
+            task.channel_id, task.start_token, task.start_token, finished=False,
+            task_seconds=time.perf_counter() - started, peak_rss_bytes=peak_rss_bytes(),
+            error=f"{type(exc).__name__}: {exc}"[:500],
+        )
 
 
 def round_function(plan: RoundPlan) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -191,8 +156,7 @@ def round_function(plan: RoundPlan) -> Callable[[Iterator[pa.RecordBatch]], Iter
                 for index in batch.column("id").to_pylist():
                     if client is None:
                         client = plan.settings.tunnel_client(timeout=plan.request_timeout)
-                    row = read_channel_isolated(client, plan, plan.tasks[int(index)])
-                    yield pa.RecordBatch.from_pylist([row], schema=CONTROL_SCHEMA)
+                    yield read_channel_isolated(client, plan, plan.tasks[int(index)]).to_batch()
         finally:
             if client is not None:
                 client.close()
@@ -200,8 +164,8 @@ def round_function(plan: RoundPlan) -> Callable[[Iterator[pa.RecordBatch]], Iter
     return run
 
 
-def run_round_locally(plan: RoundPlan) -> list[dict[str, Any]]:
+def run_round_locally(plan: RoundPlan) -> list[ChannelResult]:
     """Run a round without Spark, sequentially (tests, and the TunnelWorker-free baseline)."""
     fn = round_function(plan)
     ids = pa.RecordBatch.from_pydict({"id": list(range(len(plan.tasks)))})
-    return [row for batch in fn(iter([ids])) for row in batch.to_pylist()]
+    return [ChannelResult.from_row(row) for batch in fn(iter([ids])) for row in batch.to_pylist()]

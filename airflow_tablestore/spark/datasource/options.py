@@ -1,10 +1,15 @@
 """The options of the ``tablestore`` data source: parsed once, checked with one clear error each, picklable.
 
 Connection, in this order: the options ``endpoint``, ``instance``, ``access_key_id``, ``access_key_secret``
-[, ``sts_token``, ``region``] when any of them is given (then all four required ones must be); else the JSON
-file named by ``credentials_file`` (the consumer's format, section ``source``); else the environment variables
-``TABLESTORE_ENDPOINT``, ``TABLESTORE_INSTANCE``, ``TABLESTORE_ACCESS_KEY_ID``, ``TABLESTORE_ACCESS_KEY_SECRET``
-[, ``TABLESTORE_STS_TOKEN``, ``TABLESTORE_REGION``], read where the data source is created (the driver).
+[, ``sts_token``, ``region``, ``connect_timeout``, ``read_timeout``] when any of the first six is given (then all
+four required ones must be); else the JSON file named by ``credentials_file`` (the consumer's format, section
+``source``); else the environment variables ``TABLESTORE_ENDPOINT``, ``TABLESTORE_INSTANCE``,
+``TABLESTORE_ACCESS_KEY_ID``, ``TABLESTORE_ACCESS_KEY_SECRET`` [, ``TABLESTORE_STS_TOKEN``,
+``TABLESTORE_REGION``, ``TABLESTORE_CONNECT_TIMEOUT``, ``TABLESTORE_READ_TIMEOUT``], read where the data source is
+created (the driver). All of them go through the one settings parser
+(:func:`~airflow_tablestore.client.settings.parse_settings`): a bad one is a
+:class:`~airflow_tablestore.client.settings.SettingsError` naming it. ``connect_timeout``/``read_timeout``
+options override the file's or the variables' timeouts.
 Spark redacts option keys matching ``spark.redaction.regex`` (``secret``, ``token``, ``password`` by default)
 in plans and the UI; the parsed :class:`SourceOptions` never shows the secret in its repr or in an error.
 """
@@ -20,7 +25,7 @@ from airflow_tablestore.client.epoch import parse_epoch_ns
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import TimeRange
 from airflow_tablestore.client.replica import FENCE_COLUMN
-from airflow_tablestore.client.settings import ConnectionSettings
+from airflow_tablestore.client.settings import ConnectionSettings, SettingsError, parse_settings
 
 MODES = ("PERMISSIVE", "FAILFAST")
 ROW_CHANGES = ("put", "update")
@@ -32,8 +37,9 @@ _CONNECTION_KEYS = {
     "sts_token": "sts_token",
     "region": "region",
 }
+_TIMEOUT_KEYS = ("connect_timeout", "read_timeout")
 _KNOWN = {
-    *_CONNECTION_KEYS, "credentials_file", "table", "columns", "max_versions", "time_range_start",
+    *_CONNECTION_KEYS, *_TIMEOUT_KEYS, "credentials_file", "table", "columns", "max_versions", "time_range_start",
     "time_range_end", "split_size_mb", "max_split_count", "page_rows", "mode", "columnnameofcorruptrecord",
     "pushdown", "show_replication_columns", "fence_column", "row_change", "batch_rows", "fence_by", "path",
     "tunnel", "max_records_per_trigger", "max_records_per_channel", "positions_table", "heartbeat_interval",
@@ -84,23 +90,25 @@ def _time_ms(options: Mapping[str, str], key: str) -> int | None:
 
 
 def connection_settings(options: Mapping[str, str]) -> ConnectionSettings:
-    """The instance to talk to: connection options, else ``credentials_file``, else ``TABLESTORE_*``."""
-    given: dict[str, Any] = {name: options[key] for key, name in _CONNECTION_KEYS.items() if options.get(key)}
-    if given:
-        missing = [key for key, name in _CONNECTION_KEYS.items()
-                   if name in ("endpoint", "instance_name", "access_key_id", "access_key_secret")
-                   and name not in given]
-        if missing:
-            raise OptionError(f"missing Tablestore connection option(s) {', '.join(missing)}: give all of "
-                              "endpoint, instance, access_key_id, access_key_secret (or none of them, and use "
-                              "credentials_file or the TABLESTORE_* environment variables)")
-        return ConnectionSettings(**given)
+    """The instance to talk to: connection options, else ``credentials_file``, else ``TABLESTORE_*``; the
+    ``connect_timeout``/``read_timeout`` options apply to any of them."""
+    timeouts = {key: options[key] for key in _TIMEOUT_KEYS if options.get(key)}
+    if any(options.get(key) for key in _CONNECTION_KEYS):
+        values = {name: options.get(key) for key, name in _CONNECTION_KEYS.items()} | timeouts
+        return parse_settings(values, where="the data source options", labels={
+            name: key for key, name in _CONNECTION_KEYS.items()} | {key: key for key in _TIMEOUT_KEYS},
+            hint=": give all of endpoint, instance, access_key_id, access_key_secret (or none of them, and use "
+                 "credentials_file or the TABLESTORE_* environment variables)")
     try:
-        return job_settings.load(credentials_file=options.get("credentials_file") or None, section="source",
-                                 env_prefix=job_settings.SOURCE_PREFIX)
-    except job_settings.SettingsError as exc:
-        raise OptionError(f"no Tablestore connection: {exc}; or give the options endpoint, instance, "
-                          "access_key_id and access_key_secret") from None
+        settings = job_settings.load(credentials_file=options.get("credentials_file") or None, section="source",
+                                     env_prefix=job_settings.SOURCE_PREFIX)
+    except SettingsError as exc:
+        raise SettingsError(f"no Tablestore connection: {exc.message}; or give the options endpoint, instance, "
+                            "access_key_id and access_key_secret") from None
+    if not timeouts:
+        return settings
+    values = {name: getattr(settings, name) for name in (*_CONNECTION_KEYS.values(), *_TIMEOUT_KEYS)} | timeouts
+    return parse_settings(values, where="the data source options", labels={key: key for key in _TIMEOUT_KEYS})
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tunnel_emu_helpers import Env
-from tunnel_emu_http import Http
 
 from airflow_tablestore.emulator.testing import EmulatorProcess
+from testing.emulator_http import Http
+from testing.emulator_tunnel import Env
 
 
 @pytest.fixture

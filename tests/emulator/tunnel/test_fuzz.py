@@ -17,13 +17,13 @@ import pytest
 import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tunnel_emu_http import Http, signed_headers
 
 from airflow_tablestore.emulator.codec.encode import encode_primary_key, encode_row
 from airflow_tablestore.emulator.codec.format import INF_MAX, INF_MIN
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
+from testing.emulator_http import Http, signed_headers
 
 table_pb2: Any = _table_pb2
 tunnel_pb2: Any = _tunnel_pb2

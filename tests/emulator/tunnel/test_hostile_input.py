@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 import requests
-from tunnel_emu_helpers import CallError
-from tunnel_emu_http import Http, signed_headers
 
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_filter_pb2 as _filter_pb2
 from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
+from testing.emulator_http import Http, signed_headers
+from testing.emulator_tunnel import CallError
 
 table_pb2: Any = _table_pb2
 tunnel_pb2: Any = _tunnel_pb2

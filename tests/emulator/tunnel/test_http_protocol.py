@@ -6,7 +6,10 @@ import itertools
 from typing import Any
 
 import pytest
-from tunnel_emu_helpers import (
+
+from airflow_tablestore.emulator.testing import EmulatorProcess
+from testing.emulator_http import Http, tunnel_pb2
+from testing.emulator_tunnel import (
     CLOSE,
     CLOSING,
     FINISHED,
@@ -17,9 +20,6 @@ from tunnel_emu_helpers import (
     Tunnel,
     decode_pk_col,
 )
-from tunnel_emu_http import Http, tunnel_pb2
-
-from airflow_tablestore.emulator.testing import EmulatorProcess
 
 
 def _apply(state: dict[int, str | None], records: list[tuple[int, bytes]]) -> None:

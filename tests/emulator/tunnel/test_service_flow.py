@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from tunnel_emu_helpers import CLOSE, FINISHED, OPEN, TERMINATED, CallError, Env, decode_pk_col, delete, put
+
+from testing.emulator_tunnel import CLOSE, FINISHED, OPEN, TERMINATED, CallError, Env, decode_pk_col, delete, put
 
 
 def _table_with_rows(env: Env, rows: int) -> str:

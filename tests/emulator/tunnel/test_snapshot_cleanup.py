@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tunnel_emu_helpers import Env, SimWorker, put
+from testing.emulator_tunnel import Env, SimWorker, put
 
 
 def _eventually_no_snapshots(env: Env, timeout: float = 30) -> None:

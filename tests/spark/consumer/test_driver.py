@@ -17,6 +17,7 @@ from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.consumer.driver import ConsumerJob, JobError
 from airflow_tablestore.spark.consumer.options import parse_args
 from airflow_tablestore.spark.consumer.reader import RoundPlan, run_round_locally
+from airflow_tablestore.spark.consumer.round_result import ChannelResult
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
 from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
 from demo import replication as demo
@@ -24,7 +25,7 @@ from demo import replication as demo
 ROWS = 900
 
 
-def local_runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+def local_runner(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
     assert spark == "no-spark"
     return run_round_locally(plan)
 
@@ -112,7 +113,7 @@ def test_max_parallel_channels_rotates_through_channels(tablestore_client: Any, 
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
     seen: list[int] = []
 
-    def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+    def runner(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
         seen.append(len(plan.tasks))
         return run_round_locally(plan)
 
@@ -166,7 +167,7 @@ def test_lost_session_reconnects_and_replays_without_duplicates(tablestore_emula
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
     calls: list[int] = []
 
-    def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+    def runner(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
         rows = run_round_locally(plan)
         calls.append(len(rows))
         if len(calls) == 1:
@@ -196,7 +197,7 @@ def test_resource_gone_wrapped_by_spark_reconnects_and_replays(tablestore_client
     class Py4JJavaError(Exception):  # what pyspark raises in the driver for a failed task
         pass
 
-    def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+    def runner(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
         calls.append(len(plan.tasks))
         if len(calls) == 1:
             raise Py4JJavaError("An error occurred while calling o123.collectToPython.\n"
@@ -228,7 +229,7 @@ def test_a_long_round_logs_progress(tablestore_emulator: Any, tablestore_client:
         "--sink", "parquet", "--sink-path", str(tmp_path / "full")).run()
     demo.write_changes(tablestore_client, src, 50, 20)
 
-    def slow_runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+    def slow_runner(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
         time.sleep(1.0)
         return run_round_locally(plan)
 
@@ -279,9 +280,9 @@ def test_rounds_are_bounded_by_bytes_as_well_as_records(tablestore_client: Any, 
     fill an executor with --records-per-channel rows); the rounds still replicate everything exactly once."""
     src, tunnel = unique("src"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
-    rows_seen: list[dict[str, Any]] = []
+    rows_seen: list[ChannelResult] = []
 
-    def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+    def runner(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
         assert plan.max_bytes == 1
         rows = run_round_locally(plan)
         rows_seen.extend(rows)
@@ -290,7 +291,7 @@ def test_rounds_are_bounded_by_bytes_as_well_as_records(tablestore_client: Any, 
     options = parse_args(["--table", src, "--tunnel", tunnel, "--phase", "full", "--sink", "parquet",
                           "--sink-path", str(tmp_path), "--bytes-per-channel", "1", "--idle-wait", "0.2"])
     summary = ConsumerJob(options, settings, ParquetSink(str(tmp_path)), lambda: "no-spark", runner=runner).run()
-    assert all(row["reads"] == 1 for row in rows_seen)  # one ReadRecords per channel and round
+    assert all(row.reads == 1 for row in rows_seen)  # one ReadRecords per channel and round
     assert summary.rounds > 1 and summary.records == ROWS
     assert len(arrow_to_records(read_change_log(str(tmp_path)))) == ROWS
 
@@ -304,9 +305,9 @@ def test_records_per_channel_is_rounded_up_to_whole_answers(tablestore_client: A
     150 (the module's emulator) and a bound of 200: 300 records, then the last 100 (the bound would say 200)."""
     src, tunnel = unique("src"), unique("tun")
     make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, 400)  # one channel (--base-channel-rows)
-    rows_seen: list[dict[str, Any]] = []
+    rows_seen: list[ChannelResult] = []
 
-    def runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+    def runner(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
         assert plan.max_records == 200
         rows = run_round_locally(plan)
         rows_seen.extend(rows)
@@ -315,8 +316,8 @@ def test_records_per_channel_is_rounded_up_to_whole_answers(tablestore_client: A
     options = parse_args(["--table", src, "--tunnel", tunnel, "--phase", "full", "--sink", "parquet",
                           "--sink-path", str(tmp_path), "--records-per-channel", "200", "--idle-wait", "0.2"])
     summary = ConsumerJob(options, settings, ParquetSink(str(tmp_path)), lambda: "no-spark", runner=runner).run()
-    assert [row["records"] for row in rows_seen if row["records"]] == [300, 100]
-    assert [row["reads"] for row in rows_seen if row["records"]] == [2, 1]
+    assert [row.records for row in rows_seen if row.records] == [300, 100]
+    assert [row.reads for row in rows_seen if row.records] == [2, 1]
     assert summary.records == 400 and len(arrow_to_records(read_change_log(str(tmp_path)))) == 400
 
 

@@ -25,6 +25,7 @@ from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.consumer.driver import ConsumerJob
 from airflow_tablestore.spark.consumer.options import parse_args
 from airflow_tablestore.spark.consumer.reader import RoundPlan, run_round_locally
+from airflow_tablestore.spark.consumer.round_result import ChannelResult
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
 from airflow_tablestore.spark.sinks.protocol import ChannelWriter, Sink
 from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
@@ -55,7 +56,7 @@ def options(*argv: str) -> Any:
     return parse_args([*argv, "--heartbeat-interval", "1", "--client-timeout", "20", "--idle-wait", "0.2"])
 
 
-def local_runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+def local_runner(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
     return run_round_locally(plan)
 
 
@@ -113,7 +114,7 @@ def run_stale_driver_scenario(tablestore_emulator: EmulatorProcess, tablestore_c
 
     stalled, release = threading.Event(), threading.Event()
 
-    def stalling_runner(spark: Any, plan: RoundPlan) -> list[dict[str, Any]]:
+    def stalling_runner(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
         return run_round_locally(dataclasses.replace(plan, sink=StallingSink(plan.sink, stalled, release)))
 
     far = datetime(2100, 1, 1, tzinfo=UTC).isoformat()

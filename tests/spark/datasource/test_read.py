@@ -40,10 +40,10 @@ from airflow_tablestore.client.replica import (
     write_fenced,
 )
 from airflow_tablestore.client.table.client import TableClient
-from airflow_tablestore.client.table.rows import TableRows
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.datasource.options import SourceOptions
 from airflow_tablestore.spark.datasource.reader import TablestorePushdownReader, TablestoreReader
+from testing.jvm import FAST_JVM
 
 ROOT = str(Path(__file__).resolve().parents[3])
 FORMAT = "tablestore"
@@ -51,7 +51,6 @@ TYPED = "ds_read_typed"
 BIG = "ds_read_big"
 REPLICA = "ds_read_replica"
 VERSIONED = "ds_read_versions"
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 @pytest.fixture(scope="module")
@@ -387,7 +386,7 @@ def test_pushdown_gives_the_rows_of_pushdown_off_with_a_time_range_and_versions(
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     counts = {"requests": 0, "rows": 0}
-    original = TableRows.get_range_encoded
+    original = TableClient.get_range_encoded
 
     def get_range_encoded(self: Any, *args: Any, **kwargs: Any) -> Any:
         data, next_key = original(self, *args, **kwargs)
@@ -395,7 +394,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts["rows"] += len(decode_rows(data)) if data else 0
         return data, next_key
 
-    monkeypatch.setattr(TableRows, "get_range_encoded", get_range_encoded)
+    monkeypatch.setattr(TableClient, "get_range_encoded", get_range_encoded)
     return counts
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.spark_runs import BIN, FAST_JVM, consumer_env
+from e2e.spark_runs import BIN, consumer_env
 from e2e.test_standalone_cluster import Daemon, cluster  # noqa: F401 (the fixture)
 
 from airflow_tablestore.client.model import Column, PrimaryKeyColumn, PrimaryKeyType, RowWrite, TableSchema, WriteType
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.emulator.testing import EmulatorProcess
+from testing.jvm import FAST_JVM
 
 pytestmark = pytest.mark.slow
 ROOT = str(Path(__file__).resolve().parents[3])

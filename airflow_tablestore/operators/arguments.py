@@ -1,6 +1,6 @@
 """The argument checks of the operators and sensors: a ``ValueError`` in one line naming the argument and what is
 valid. In a constructor it fails the DAG file's import (the DAG is not loaded); inside
-:func:`~airflow_tablestore.hooks.failures.fail_fast` (templated arguments, after rendering) the task fails
+:func:`~airflow_tablestore.operators.failures.fail_fast` (templated arguments, after rendering) the task fails
 without retries."""
 
 from __future__ import annotations

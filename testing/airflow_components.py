@@ -21,8 +21,7 @@ import requests
 
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from demo import replication as demo
-
-from .spark_runs import FAST_JVM
+from testing.jvm import FAST_JVM
 
 
 def free_port() -> int:

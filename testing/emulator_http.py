@@ -13,12 +13,12 @@ import hmac
 from typing import Any
 
 import requests
-from tunnel_emu_helpers import CallError, Tunnel
 
 from airflow_tablestore.emulator.codec.encode import encode_row
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_table_pb2 as _table_pb2
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
+from testing.emulator_tunnel import CallError, Tunnel
 
 table_pb2: Any = _table_pb2
 tunnel_pb2: Any = _tunnel_pb2
@@ -31,16 +31,15 @@ def sign_v2(secret: str, uri: str, headers: dict[str, str]) -> str:
     return base64.b64encode(hmac.new(secret.encode(), canon.encode(), hashlib.sha1).digest()).decode()
 
 
-def signed_headers(emu: EmulatorProcess, uri: str, body: bytes, overrides: dict[str, str | None] | None = None,
-                   signature: str | None = None) -> dict[str, str]:
-    """V2-signed request headers for ``emu``. ``overrides`` replace headers (``None`` drops one) before signing;
-    ``signature`` replaces the computed signature afterwards (both for tests of bad requests)."""
+def v2_headers(access_key_id: str, access_key_secret: str, instance: str, uri: str, body: bytes,
+               overrides: dict[str, str | None] | None = None) -> dict[str, str]:
+    """V2-signed request headers. ``overrides`` replace headers (``None`` drops one) before signing."""
     now = dt.datetime.now(dt.UTC)
     headers = {
         "x-ots-date": now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z",
         "x-ots-apiversion": "2015-12-31",
-        "x-ots-accesskeyid": emu.access_key_id,
-        "x-ots-instancename": emu.instance,
+        "x-ots-accesskeyid": access_key_id,
+        "x-ots-instancename": instance,
         "x-ots-contentmd5": base64.b64encode(hashlib.md5(body).digest()).decode(),
     }
     for name, value in (overrides or {}).items():
@@ -48,7 +47,15 @@ def signed_headers(emu: EmulatorProcess, uri: str, body: bytes, overrides: dict[
             headers.pop(name, None)
         else:
             headers[name] = value
-    headers["x-ots-signature"] = sign_v2(emu.access_key_secret, uri, headers)
+    headers["x-ots-signature"] = sign_v2(access_key_secret, uri, headers)
+    return headers
+
+
+def signed_headers(emu: EmulatorProcess, uri: str, body: bytes, overrides: dict[str, str | None] | None = None,
+                   signature: str | None = None) -> dict[str, str]:
+    """V2-signed request headers for ``emu`` (:func:`v2_headers`); ``signature`` replaces the computed signature
+    afterwards (for tests of bad requests)."""
+    headers = v2_headers(emu.access_key_id, emu.access_key_secret, emu.instance, uri, body, overrides)
     if signature is not None:
         headers["x-ots-signature"] = signature
     return headers

@@ -1,9 +1,9 @@
-"""The consume-point verdict the tunnel sensor and its trigger report, and the text of tunnels that never
-will.
+"""The consume-point verdict the tunnel hook, sensor, trigger and consume operator report, and the text of
+tunnels that never will.
 
 The rule itself ("is this tunnel consumed through the cutoff?") is
-:func:`airflow_tablestore.client.tunnel.cutoff.consumed_through`; this module turns it into the Airflow-facing
-result (event payload, messages) and refuses expired tunnels.
+:func:`airflow_tablestore.client.tunnel.cutoff.consumed_through`; this module turns it into a reportable result
+(event payload, messages) and refuses expired tunnels. Airflow-free, so the hooks and the triggers share it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_tablestore.client.errors import PERMANENT_ERRORS
 
-#: Also permanent: a malformed connection or argument (``TablestoreConnectionError`` is a ``ValueError``) and
+#: Also permanent: a malformed connection or argument (``SettingsError`` is a ``ValueError``) and
 #: a table that exists with another schema.
 _FINAL: tuple[type[Exception], ...] = (*PERMANENT_ERRORS, ValueError)
 
