@@ -35,6 +35,7 @@ from airflow_tablestore.client.model import (
     TableSchema,
     TimeRange,
 )
+from airflow_tablestore.client.plainbuffer.rows import Rows
 from airflow_tablestore.client.retry import RetryPolicy
 from airflow_tablestore.client.table.arguments import ColumnsArg, PrimaryKeyArg
 from airflow_tablestore.client.table.batch_write import MAX_BATCH_WRITE_BYTES, MAX_BATCH_WRITE_ROWS
@@ -226,29 +227,11 @@ class TableClient(BaseClient):
         max_versions: int | None = 1,
         time_range: TimeRange | None = None,
         column_filter: ColumnCondition | None = None,
-    ) -> tuple[list[Row], PrimaryKey | None]:
+    ) -> tuple[Rows, PrimaryKey | None]:
         """One page of rows from ``start`` (inclusive) to ``end`` (exclusive) and the next start key
-        (None when the range is exhausted). BACKWARD scans need ``start`` > ``end``."""
+        (None when the range is exhausted). BACKWARD scans need ``start`` > ``end``. The rows come as one
+        :class:`~airflow_tablestore.client.plainbuffer.rows.Rows` batch, decoded on first use."""
         return self._rows.get_range(
-            table, start, end, direction=direction, limit=limit, columns=columns, max_versions=max_versions,
-            time_range=time_range, column_filter=column_filter,
-        )
-
-    def get_range_encoded(
-        self,
-        table: str,
-        start: PrimaryKeyArg,
-        end: PrimaryKeyArg,
-        *,
-        direction: Direction = Direction.FORWARD,
-        limit: int | None = None,
-        columns: Iterable[str] | None = None,
-        max_versions: int | None = 1,
-        time_range: TimeRange | None = None,
-        column_filter: ColumnCondition | None = None,
-    ) -> tuple[bytes, PrimaryKey | None]:
-        """:meth:`get_range` with the rows left encoded: the page's PlainBuffer bytes and the next start key."""
-        return self._rows.get_range_encoded(
             table, start, end, direction=direction, limit=limit, columns=columns, max_versions=max_versions,
             time_range=time_range, column_filter=column_filter,
         )
