@@ -1512,7 +1512,7 @@ done:
 #undef TRY
 
 /* Added to the _speedups module by its init (_speedups.c). */
-PyMethodDef pb_arrow_methods[] = {
+PB_SHARED PyMethodDef pb_arrow_methods[] = {
     {"change_log_arrays", py_change_log_arrays, METH_VARARGS,
      "change_log_arrays(records, action_names, op_names): the change log's Arrow leaf buffers (changes.py), "
      "or None when the records hold values only the Python path handles."},

@@ -56,9 +56,15 @@ static const unsigned char SEQ_ONLY_PREFIX[9] = {0x18, 0x00, 0x00, 0x00, 0x0c, 0
 /* The tables live in _speedups.c (the module's init fills them once) and are shared by every file of the extension.
  * pb_crc_power[k][x]: the table applied k + 1 times. The CRC is linear, so after 8 bytes b0..b7 from state s it is
  * T^8[s ^ b0] ^ T^7[b1] ^ ... ^ T^1[b7]: eight independent lookups instead of a chain of eight. */
-extern unsigned char pb_crc_table[256];
-extern unsigned char pb_crc_power[8][256];
-void pb_build_crc_table(void);
+/* Hidden: shared between the extension's files only, so they are reached directly, not through the GOT. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PB_SHARED __attribute__((visibility("hidden")))
+#else
+#define PB_SHARED
+#endif
+extern PB_SHARED unsigned char pb_crc_table[256];
+extern PB_SHARED unsigned char pb_crc_power[8][256];
+PB_SHARED void pb_build_crc_table(void);
 
 static inline unsigned int crc_fold(unsigned int crc, const unsigned char *p, Py_ssize_t len) {
     Py_ssize_t i = 0;

@@ -24,10 +24,10 @@
 
 /* ---- CRC-8 (_parse.h): polynomial 0x07, MSB first, init 0; the tables of every file of the extension ------ */
 
-unsigned char pb_crc_table[256];
-unsigned char pb_crc_power[8][256];
+PB_SHARED unsigned char pb_crc_table[256];
+PB_SHARED unsigned char pb_crc_power[8][256];
 
-void pb_build_crc_table(void) {
+PB_SHARED void pb_build_crc_table(void) {
     for (int i = 0; i < 256; i++) {
         unsigned int crc = (unsigned int)i;
         for (int bit = 0; bit < 8; bit++) {
@@ -46,7 +46,7 @@ void pb_build_crc_table(void) {
 }
 
 /* The Arrow builders' functions (_arrow.c), added to this module at init. */
-extern PyMethodDef pb_arrow_methods[];
+extern PB_SHARED PyMethodDef pb_arrow_methods[];
 
 /* ---- state handed over by setup() ------------------------------------------------------------------- */
 
