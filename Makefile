@@ -11,9 +11,10 @@ PROTO_DIR := airflow_tablestore/protocol
 
 venv: $(VENV)/.installed
 
-# The editable install also compiles the optional PlainBuffer decoder and Arrow builders in place
-# (docs/plainbuffer.md): rerun it when their C sources change.
-$(VENV)/.installed: pyproject.toml airflow_tablestore/client/plainbuffer/_speedups.c airflow_tablestore/spark/_arrow_speedups.c
+# The editable install also compiles the optional PlainBuffer extension (decoder and Arrow builders) in place
+# (docs/plainbuffer.md): rerun it when its C sources or headers change.
+PLAINBUFFER_C := $(wildcard airflow_tablestore/client/plainbuffer/*.c airflow_tablestore/client/plainbuffer/*.h)
+$(VENV)/.installed: pyproject.toml $(PLAINBUFFER_C)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -U pip
 	$(BIN)/python -m pip install -q -e '.[test,airflow,spark]' "apache-airflow==$(AIRFLOW_VERSION)"

@@ -206,7 +206,7 @@ def _capacity(args: argparse.Namespace, emu: EmulatorProcess, http: Http, table:
             token, _ = tunnel_client.get_checkpoint(w.tunnel_id, w.client_id, cid)
             while token != "finished":
                 res = tunnel_client.read_records(w.tunnel_id, w.client_id, cid, token)
-                n += len(res.records)
+                n += len(res.records.decode())
                 if not res.records and not res.may_more and res.next_token != "finished":
                     break
                 token = res.next_token

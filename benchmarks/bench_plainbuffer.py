@@ -20,8 +20,8 @@ encoded bytes) before any number is printed; the SDK's C parser must decode to t
 
 ``--arrow`` times, instead, PlainBuffer bytes -> Arrow in this process (no SDK): ``rows`` tunnel records to the
 change log and a GetRange page of ``rows`` rows to a flat batch, straight from the bytes in C
-(``encoded_records_to_arrow`` / ``RowsToArrow.batch_encoded``) against decoding to objects and building from
-them (the compiled decoder and builders, the path before), plus the pure-Python path; the tables must be equal.
+(``records_to_arrow_compiled`` / ``RowsToArrow.page_compiled``) against decoding to objects and building from
+them (the compiled decoder and builders), plus the pure-Python path; the tables must be equal.
 The same for a page whose attribute columns are versioned (``list<struct<timestamp, value>>``, 3 versions each)
 and for the records as the streaming source's user-schema batch (``ChangeOutput.batches``).
 """
@@ -218,13 +218,14 @@ def arrow_straight(count: int, repeat: int) -> int:
     import pyarrow as pa
 
     from airflow_tablestore.client.model import ColumnType
-    from airflow_tablestore.client.records import EncodedRecords, decode_records, split_read_records
+    from airflow_tablestore.client.plainbuffer.rows import Rows
+    from airflow_tablestore.client.records import Records, decode_records, split_read_records
     from airflow_tablestore.protocol import ots_tunnel_pb2
     from airflow_tablestore.spark.arrow import CELL, KEY, VERSIONS, OutputField, RowsToArrow
     from airflow_tablestore.spark.changes import (
-        encoded_records_to_arrow_compiled,
+        objects_to_arrow_compiled,
+        objects_to_arrow_python,
         records_to_arrow_compiled,
-        records_to_arrow_python,
     )
     from airflow_tablestore.spark.stream.output import ChangeOutput
 
@@ -234,7 +235,7 @@ def arrow_straight(count: int, repeat: int) -> int:
     rows = make_rows(count)
     with_seq = [Row(r.primary_key, r.columns, False, SequenceInfo(0, (BASE_TS + i) * 1000, i))
                 for i, r in enumerate(rows)]
-    records = EncodedRecords.from_bodies([encode_row(r) for r in with_seq], [1] * count)
+    records = Records.from_bodies([encode_row(r) for r in with_seq], [1] * count)
     answer_message: Any = ots_tunnel_pb2.ReadRecordsResponse(next_token="t")  # type: ignore[attr-defined]
     for body in records.bodies:
         answer_message.records.add(action_type=1, record=body)
@@ -261,35 +262,38 @@ def arrow_straight(count: int, repeat: int) -> int:
                      for name, kind in kinds.items())]), failfast=True)
     # the streaming source's user schema: the key, each column's newest PUT value, the action last
     stream = ChangeOutput(pa.schema([*converter.schema, pa.field("_action", pa.string())]), converter, len(fields))
+    by_objects = RowsToArrow(converter.fields, converter.schema, failfast=True)
+    by_objects.changes_compiled = lambda records, with_action=False: None  # type: ignore[method-assign]
+    stream_by_objects = ChangeOutput(stream.schema, by_objects, len(fields))
 
-    def fresh() -> EncodedRecords:  # nothing decoded yet: the answer split (TunnelClient.read_records_encoded)
+    def fresh() -> Records:  # nothing decoded yet: the answer split (TunnelClient.read_records)
         split = split_read_records(answer)
         assert split is not None
         return split[0]
 
     def log_objects() -> pa.Table:  # TunnelClient.read_records, then the compiled builder of record objects
         parsed = ots_tunnel_pb2.ReadRecordsResponse.FromString(answer)  # type: ignore[attr-defined]
-        return records_to_arrow_compiled(decode_records(parsed.records), "ch", "chunk")
+        return objects_to_arrow_compiled(decode_records(parsed.records), "ch", "chunk")
 
     def log_python() -> pa.Table:
-        return records_to_arrow_python(_python_records(records), "ch", "chunk")
+        return objects_to_arrow_python(_python_records(records), "ch", "chunk")
 
-    def stream_objects() -> list[pa.RecordBatch]:  # TunnelClient.read_records, then the records' rows (before)
+    def stream_objects() -> list[pa.RecordBatch]:  # the answer parsed by protobuf, decoded, then the records' rows
         parsed = ots_tunnel_pb2.ReadRecordsResponse.FromString(answer)  # type: ignore[attr-defined]
-        return list(stream.batches(decode_records(parsed.records), "ch", "chunk", 0))
+        return list(stream_by_objects.batches(Records.from_messages(parsed.records), "ch", "chunk", 0))
 
     timings = {
-        "log straight": _best(lambda: encoded_records_to_arrow_compiled(fresh(), "ch", "chunk"), repeat),
+        "log straight": _best(lambda: records_to_arrow_compiled(fresh(), "ch", "chunk"), repeat),
         "log objects": _best(log_objects, repeat),
         "log python": _best(log_python, max(1, repeat // 2)),
         "scan": _best(lambda: fresh().scan(BASE_TS * 1000 * 2), repeat),
         "split c": _best(fresh, repeat),
-        "split protobuf": _best(lambda: EncodedRecords.from_messages(
+        "split protobuf": _best(lambda: Records.from_messages(
             ots_tunnel_pb2.ReadRecordsResponse.FromString(answer).records), repeat),  # type: ignore[attr-defined]
-        "flat straight": _best(lambda: converter.batch_encoded(getrange), repeat),
+        "flat straight": _best(lambda: converter.page_compiled(Rows(getrange)), repeat),
         "flat objects": _best(lambda: converter.batch(decode_rows(getrange)), repeat),
         "flat python": _best(lambda: converter.batch_python(decode_rows_python(getrange)), max(1, repeat // 2)),
-        "versions straight": _best(lambda: versioned.batch_encoded(versioned_page), repeat),
+        "versions straight": _best(lambda: versioned.page_compiled(Rows(versioned_page)), repeat),
         "versions objects": _best(lambda: versioned.batch(decode_rows(versioned_page)), repeat),
         "versions before": _best(lambda: versioned.batch_python(decode_rows(versioned_page)), repeat),
         "versions python": _best(lambda: versioned.batch_python(decode_rows_python(versioned_page)),

@@ -9,7 +9,7 @@ No Tablestore, no emulator: two trivial sources, so that only Spark's own costs 
    ``DataSourceStreamReader``) against one of Spark's JVM ``rate-micro-batch`` source (one row), each started
    on a fresh checkpoint into the ``noop`` sink, in one warm session.
 2. **Per row.** ``rows`` change-log rows (the schema the streaming source and the consumer's Parquet sink
-   share), built from records with ``records_to_arrow`` in 4 read tasks and handed to Spark by a trivial Python
+   share), built from records with ``objects_to_arrow`` in 4 read tasks and handed to Spark by a trivial Python
    streaming source in Arrow batches of 10,000 (``local[2]``) into ``noop``, against the same 4 tasks built and
    written to Parquet with pyarrow by 2 processes (what the consumer's tasks do with them instead).
 
@@ -38,7 +38,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from airflow_tablestore.client.model import ActionType, Column, Record, SequenceInfo
-from airflow_tablestore.spark.changes import CHANGE_SCHEMA, records_to_arrow
+from airflow_tablestore.spark.changes import CHANGE_SCHEMA, objects_to_arrow
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_FILE = ROOT / "benchmarks" / "results" / "stream_floor.md"
@@ -53,7 +53,7 @@ def change_batches(rows: int) -> list[pa.RecordBatch]:
                       (Column("name", f"user-{i}", 1_700_000_000_000 + i), Column("score", i * 7, 1_700_000_000_000)),
                       SequenceInfo(1, 1_700_000_000_000_000 + i, i)) for i in range(share)]
     return [batch for i in range(0, share, BATCH_ROWS)
-            for batch in records_to_arrow(records[i:i + BATCH_ROWS], "channel", "chunk", i).to_batches()]
+            for batch in objects_to_arrow(records[i:i + BATCH_ROWS], "channel", "chunk", i).to_batches()]
 
 
 class _Reader(DataSourceStreamReader):

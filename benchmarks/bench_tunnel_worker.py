@@ -53,7 +53,7 @@ def drain_channel(tc: TunnelClient, tunnel_id: str, client_id: str, channel_id: 
     records = size = 0
     while token != FINISHED:
         result = tc.read_records(tunnel_id, client_id, channel_id, token)
-        records += len(result.records)
+        records += len(result.records.decode())  # decoded, as the worker does
         size += result.size_bytes
         token = result.next_token
     return records, size

@@ -1,18 +1,18 @@
-"""Tunnel ``Record`` protobufs -> model :class:`~airflow_tablestore.client.model.Record` tuples, or kept encoded.
+"""Tunnel records: :class:`Records`, the one batch type of a ReadRecords answer, and the decoding of ``Record``
+protobufs into model :class:`~airflow_tablestore.client.model.Record` tuples.
 
-This is the consumer's hot path: one PlainBuffer decode per record (CRC-checked by the codec), the action
-enum looked up in a prebuilt table, and the cyclic GC paused for the batch (decoding allocates only acyclic
-tuples). :class:`EncodedRecords` keeps an answer's records as their PlainBuffer bodies instead, for readers
-that turn them straight into Arrow (``spark/changes.py``): where the compiled module is in use the answer's bytes
-are split in C (:func:`split_read_records`) and no Python object is made per record. It decodes to the same
-records on demand.
+A :class:`Records` batch keeps an answer's records as their PlainBuffer bodies: where the compiled module is in use
+the answer's bytes are split in C (:func:`split_read_records`) and no Python object is made per record. It is a
+sequence of :class:`~airflow_tablestore.client.model.Record` decoded on first use (in C, or by
+:func:`decode_records`' loop: the CRC-checked decode, the action enum looked up in a prebuilt table, the cyclic GC
+paused), and Spark turns it straight into Arrow (``spark/changes.py``, ``spark/arrow.py``) without decoding.
 """
 
 from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 from typing import Any, overload
 
@@ -73,15 +73,16 @@ def _shifted(spans: bytes, delta: int) -> bytes:
     return array("q", [x + delta for x in array("q", spans)]).tobytes()
 
 
-class EncodedRecords:
-    """One ReadRecords answer's records, not decoded: each record's PlainBuffer body as a place in one buffer.
+class Records(Sequence[Record]):
+    """One ReadRecords answer's records (or several joined): each record's PlainBuffer body as a place in one buffer,
+    decoded to :class:`~airflow_tablestore.client.model.Record` tuples on first use.
 
     ``data`` holds the bodies (where the compiled module is in use, the answer's own bytes: nothing is copied or
     made per record); ``spans`` gives record i's body as ``data[start:end]`` for its native int64 (start, end)
-    pair; ``actions`` is one action-type byte per record. :meth:`decode` gives exactly what :func:`decode_records`
-    gives (errors included); :meth:`scan` reads the sequence timestamps without decoding (in C where the compiled
-    decoder is in use), having checked that every record decodes. Build it with :meth:`from_bodies`,
-    :meth:`from_messages` or :func:`split_read_records`.
+    pair; ``actions`` is one action-type byte per record. :meth:`decode` (and iterating, indexing) gives exactly
+    what :func:`decode_records` gives (errors included); slicing keeps the records encoded; :meth:`scan` reads the
+    sequence timestamps without decoding (in C where the compiled decoder is in use), having checked that every
+    record decodes. Build it with :meth:`from_bodies`, :meth:`from_messages` or :func:`split_read_records`.
     """
 
     __slots__ = ("data", "spans", "actions", "origin_spans", "_decoded", "_raw_actions")
@@ -89,7 +90,7 @@ class EncodedRecords:
     def __init__(self, data: bytes, spans: bytes, actions: bytes, origin_spans: bytes | None = None,
                  decoded: list[Record] | None = None) -> None:
         if len(spans) != 16 * len(actions) or (origin_spans is not None and len(origin_spans) != len(spans)):
-            raise ValueError("EncodedRecords: spans, actions and origin spans must have one entry per record")
+            raise ValueError("Records: spans, actions and origin spans must have one entry per record")
         self.data = data
         self.spans = spans
         self.actions = actions
@@ -102,7 +103,7 @@ class EncodedRecords:
 
     @classmethod
     def from_bodies(cls, bodies: Sequence[bytes], actions: Sequence[int],
-                    origins: Sequence[bytes] | None = None) -> EncodedRecords:
+                    origins: Sequence[bytes] | None = None) -> Records:
         """Records of these PlainBuffer bodies and action types (and origin record bodies, b"" for none)."""
         types = list(actions)
         try:
@@ -120,13 +121,16 @@ class EncodedRecords:
         return out
 
     @classmethod
-    def from_messages(cls, messages: Sequence[Any]) -> EncodedRecords:
+    def from_messages(cls, messages: Sequence[Any]) -> Records:
         """The records of ``ots_tunnel_pb2.Record`` messages, kept encoded."""
         return cls.from_bodies([msg.record for msg in messages], [msg.action_type for msg in messages],
                                [msg.origin_record for msg in messages])
 
     def __len__(self) -> int:
         return len(self.actions)
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.decode())
 
     def __bool__(self) -> bool:
         return bool(self.actions)
@@ -142,12 +146,12 @@ class EncodedRecords:
         return None if self.origin_spans is None else _slices(self.data, self.origin_spans)
 
     @overload
-    def __getitem__(self, index: slice) -> EncodedRecords: ...
-
-    @overload
     def __getitem__(self, index: int) -> Record: ...
 
-    def __getitem__(self, index: slice | int) -> EncodedRecords | Record:
+    @overload
+    def __getitem__(self, index: slice) -> Records: ...
+
+    def __getitem__(self, index: int | slice) -> Record | Records:
         if not isinstance(index, slice):
             return self.decode()[index]
         start, stop, step = index.indices(len(self))
@@ -160,14 +164,14 @@ class EncodedRecords:
             stop = max(start, stop)
             spans = self.spans[16 * start:16 * stop]
             origins = None if self.origin_spans is None else self.origin_spans[16 * start:16 * stop]
-        out = EncodedRecords(self.data, spans, self.actions[index], origins,
+        out = Records(self.data, spans, self.actions[index], origins,
                              None if self._decoded is None else self._decoded[index])
         out._raw_actions = None if self._raw_actions is None else self._raw_actions[index]
         return out
 
     @classmethod
-    def concat(cls, parts: Sequence[EncodedRecords]) -> EncodedRecords:
-        """One EncodedRecords holding ``parts`` in order (their buffers joined, unless they share one)."""
+    def concat(cls, parts: Sequence[Records]) -> Records:
+        """One Records holding ``parts`` in order (their buffers joined, unless they share one)."""
         if len(parts) <= 1:
             return parts[0] if parts else cls(b"", b"", b"")
         shared = all(part.data is parts[0].data for part in parts)
@@ -236,14 +240,14 @@ def _slices(data: bytes, spans: bytes) -> list[bytes]:
     return [data[lo:hi] for lo, hi in _SPAN.iter_unpack(spans)]
 
 
-def split_read_records(body: bytes) -> tuple[EncodedRecords, str, bool | None] | None:
+def split_read_records(body: bytes) -> tuple[Records, str, bool | None] | None:
     """A ReadRecordsResponse body as (its records kept encoded in ``body`` itself, next_token, may_more_record or
     None), split in C without an object per record; None when the compiled module is not in use or the answer is
-    not of the plain shape (then parse it with the protobuf runtime and use :meth:`EncodedRecords.from_messages`)."""
+    not of the plain shape (then parse it with the protobuf runtime and use :meth:`Records.from_messages`)."""
     if _split is None:
         return None
     out = _split(body)
     if out is None:
         return None
     spans, actions, origin_spans, token, may_more = out
-    return EncodedRecords(body, spans, actions, origin_spans), token, may_more
+    return Records(body, spans, actions, origin_spans), token, may_more

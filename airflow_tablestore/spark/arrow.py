@@ -11,10 +11,15 @@ over the rows, then one C conversion per column; never a Python object per outpu
   columns, the newest version of attribute columns, or all versions as ``list<struct<timestamp, value>>``
   newest first; the ``tablestore`` data source yields these. A cell whose type does not fit its column is
   null plus a description in the corrupt-record column (``PERMISSIVE``) or a :class:`CellTypeError` naming the
-  row key, the column and both types (``FAILFAST``). Where the compiled PlainBuffer module is in use, the
-  batch is filled in C (the same batch); the Python path runs for any batch holding a cell that does not fit its
-  column. :meth:`RowsToArrow.batch_encoded` builds that batch straight from a GetRange page's PlainBuffer bytes,
-  and :meth:`RowsToArrow.changes_encoded` the streaming source's flat batch straight from tunnel records.
+  row key, the column and both types (``FAILFAST``). :meth:`RowsToArrow.page` builds it from a GetRange page
+  (:class:`~airflow_tablestore.client.plainbuffer.rows.Rows`), :meth:`RowsToArrow.changes` the streaming source's
+  flat batch from tunnel records (:class:`~airflow_tablestore.client.records.Records`), :meth:`RowsToArrow.batch`
+  from decoded rows.
+
+Where the compiled PlainBuffer module is in use (``client/plainbuffer/implementation.py``: its Arrow builders are
+part of that one extension), the batches are filled in C, straight from the PlainBuffer bytes (no row decoded);
+anything that path leaves out (a cell that does not fit its column, corrupt bytes) is decoded and built by the
+Python path, which raises what decoding raises.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ from typing import Any
 import pyarrow as pa
 
 from airflow_tablestore.client.errors import TablestoreClientError
-from airflow_tablestore.client.model import ColumnType, PrimaryKey, Row
-from airflow_tablestore.client.plainbuffer.implementation import IMPLEMENTATION
-from airflow_tablestore.client.records import EncodedRecords
+from airflow_tablestore.client.model import CellOp, ColumnType, PrimaryKey, Row
+from airflow_tablestore.client.plainbuffer.implementation import compiled_module
+from airflow_tablestore.client.plainbuffer.rows import Rows
+from airflow_tablestore.client.records import Records
+from airflow_tablestore.client.replica import TOMBSTONE_SUFFIX, is_tombstone
 
 ARROW_TYPES: dict[ColumnType, pa.DataType] = {
     ColumnType.INTEGER: pa.int64(),
@@ -104,23 +111,11 @@ class TypedValues:
                                                                           strict=True))]
 
 
-def compiled_arrow() -> Any:
-    """The compiled Arrow builders (``_arrow_speedups.c``), or None: not built, or the compiled PlainBuffer
-    decoder is not in use (``TABLESTORE_PLAINBUFFER=python`` switches both off)."""
-    if IMPLEMENTATION != "c":
-        return None
-    try:
-        from airflow_tablestore.spark import _arrow_speedups  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _arrow_speedups
-
-
 # ---- rows of a table as record batches ---------------------------------------------------------------------
 
-_flat_arrays = getattr(compiled_arrow(), "flat_arrays", None)
-_flat_from_rows = getattr(compiled_arrow(), "flat_from_rows", None)
-_flat_from_records = getattr(compiled_arrow(), "flat_from_records", None)
+_flat_arrays = getattr(compiled_module(), "flat_arrays", None)
+_flat_from_rows = getattr(compiled_module(), "flat_from_rows", None)
+_flat_from_records = getattr(compiled_module(), "flat_from_records", None)
 _FLAT_KINDS = {ColumnType.INTEGER: (0, pa.int64()), ColumnType.DOUBLE: (1, pa.float64()),
                ColumnType.BOOLEAN: (2, pa.bool_()), ColumnType.STRING: (3, pa.string()),
                ColumnType.BINARY: (4, pa.binary())}
@@ -161,6 +156,12 @@ class OutputField:
     source: str
     type: ColumnType | None = None
     index: int = 0
+
+
+def _is_tombstone_row(row: Row, fence: str) -> bool:
+    columns = row.columns
+    # columns come sorted by name: only a row of fence cells alone can be a tombstone
+    return bool(columns) and columns[0].name == fence and columns[-1].name == fence and is_tombstone(columns, fence)
 
 
 def _describe_value(value: Any) -> Any:
@@ -239,39 +240,55 @@ class RowsToArrow:
             return None
         return self._batch_of_leaves(len(rows), leaves)
 
-    @property
-    def takes_encoded(self) -> bool:
-        """Whether :meth:`batch_encoded` can apply (compiled module in use, a schema of the exact Arrow types)."""
-        return _flat_from_rows is not None and self._flat_specs is not None
+    def page(self, rows: Rows, *, tombstone_fence: str | None = None, drop_empty: bool = False,
+             ignored: str | None = None) -> pa.RecordBatch:
+        """One record batch of a GetRange page, leaving out tombstones (rows whose cells are all
+        ``tombstone_fence``, the newest a string ending in the tombstone suffix) and, with ``drop_empty``, rows
+        without a cell other than ``ignored``. Built straight from the page's bytes in C where that applies
+        (:meth:`page_compiled`); else the rows are decoded (raising for corrupt bytes) and given to :meth:`batch`."""
+        batch = self.page_compiled(rows, tombstone_fence=tombstone_fence, drop_empty=drop_empty, ignored=ignored)
+        if batch is not None:
+            return batch
+        kept = [row for row in rows.decode()
+                if not (tombstone_fence is not None and _is_tombstone_row(row, tombstone_fence))
+                and not (drop_empty and all(c.name == ignored for c in row.columns))]
+        return self.batch(kept)
 
-    def batch_encoded(self, data: bytes, *, tombstone_fence: str | None = None, tombstone_suffix: str | None = None,
-                      drop_empty: bool = False, ignored: str | None = None) -> pa.RecordBatch | None:
-        """:meth:`batch` of ``decode_rows(data)`` (a GetRange page's rows bytes), built in C without decoding,
-        leaving out tombstones (rows whose cells are all ``tombstone_fence``, the newest a string ending in
-        ``tombstone_suffix``) and, with ``drop_empty``, rows without a cell other than ``ignored``. None when it
-        does not apply: then decode the rows (which raises for corrupt bytes) and use :meth:`batch`."""
+    def page_compiled(self, rows: Rows, *, tombstone_fence: str | None = None, drop_empty: bool = False,
+                      ignored: str | None = None) -> pa.RecordBatch | None:
+        """The compiled path of :meth:`page`: the same batch, or None when it does not apply (no compiled module, a
+        schema of other Arrow types, a cell that does not fit its column, bytes that do not decode)."""
         if _flat_from_rows is None or self._flat_specs is None:
             return None
-        out = _flat_from_rows(data, self._flat_specs, self._flat_names, tombstone_fence, tombstone_suffix,
+        out = _flat_from_rows(rows.data, self._flat_specs, self._flat_names, tombstone_fence, TOMBSTONE_SUFFIX,
                               drop_empty, ignored)
         if out is None:
             return None
         n, leaves = out
         return self._batch_of_leaves(n, leaves)
 
-    @property
-    def takes_changes(self) -> bool:
-        """Whether :meth:`changes_encoded` can apply (as :attr:`takes_encoded`)."""
-        return _flat_from_records is not None and self._flat_specs is not None
+    def changes(self, records: Records, *, with_action: bool = False) -> tuple[pa.RecordBatch, pa.Array | None]:
+        """The streaming source's flat batch of tunnel records: per record a row of its key and, per attribute
+        column, its newest PUT value (by timestamp, none counting as 0; of equal ones the first; null when the
+        record deletes or lacks the column) or, for a versioned column, every PUT version in that order; plus,
+        ``with_action``, the records' action names. Built straight from the bytes in C where that applies
+        (:meth:`changes_compiled`); else the records are decoded (raising for corrupt ones) and given to
+        :meth:`batch`."""
+        straight = self.changes_compiled(records, with_action=with_action)
+        if straight is not None:
+            return straight
+        decoded = records.decode()
+        # newest version first per column, as batch() expects of a row (sorted() keeps equal ones in order)
+        rows = [Row(r.primary_key, tuple(sorted((c for c in r.columns if c.op == CellOp.PUT),
+                                                key=lambda c: -(c.timestamp or 0))))
+                for r in decoded]
+        actions = pa.array([r.action.name for r in decoded], pa.string()) if with_action else None
+        return self.batch(rows), actions
 
-    def changes_encoded(self, records: EncodedRecords, *,
-                        with_action: bool = False) -> tuple[pa.RecordBatch, pa.Array | None] | None:
-        """The streaming source's flat batch of tunnel records kept encoded, built in C without decoding: per
-        record a row of its key and, per attribute column, its newest PUT value (by timestamp, none counting as
-        0; of equal ones the first; null when the record deletes or lacks the column) or, for a versioned column,
-        every PUT version in that order; plus, ``with_action``, the records' action names. Origin records are
-        only checked. None when it does not apply: then decode the records (which raises for corrupt ones) and
-        use :meth:`batch`."""
+    def changes_compiled(self, records: Records, *,
+                         with_action: bool = False) -> tuple[pa.RecordBatch, pa.Array | None] | None:
+        """The compiled path of :meth:`changes` (origin records only checked): the same answer, or None when it
+        does not apply."""
         if _flat_from_records is None or self._flat_specs is None:
             return None
         out = _flat_from_records(records.data, records.spans, records.actions, self._flat_specs, self._flat_names,

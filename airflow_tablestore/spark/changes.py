@@ -8,11 +8,13 @@ Two pure conversions used on the executors:
 * :func:`records_to_arrow` / :func:`arrow_to_records` — one change-log row per record: channel, position,
   action, primary key and columns as lists of typed-value structs (exact for every Tablestore type, including
   BINARY), and the stream sequence (null for base data). Values become Arrow through the one shared core,
-  :mod:`airflow_tablestore.spark.arrow` (the ``tablestore`` data source's too). Where the compiled PlainBuffer
-  module is in use (``client/plainbuffer/implementation.py``), ``records_to_arrow`` fills the Arrow buffers in
-  C instead (:func:`records_to_arrow_compiled`, the same table); :func:`records_to_arrow_python` is the
-  Python path, always available. :func:`encoded_records_to_arrow` builds the same table straight from the
-  records' PlainBuffer bytes (:class:`~airflow_tablestore.client.records.EncodedRecords`), no record decoded.
+  :mod:`airflow_tablestore.spark.arrow` (the ``tablestore`` data source's too).
+
+:func:`records_to_arrow` takes a :class:`~airflow_tablestore.client.records.Records` batch: where the compiled
+PlainBuffer module is in use (``client/plainbuffer/implementation.py``) the table is built straight from the
+records' bytes in C, no record decoded (:func:`records_to_arrow_compiled`); anything that path leaves out is
+decoded and built from the record objects (:func:`objects_to_arrow`: in C again where it can, else
+:func:`objects_to_arrow_python`, the reference of both compiled builders' tests).
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ from airflow_tablestore.client.model import (
     SequenceInfo,
     WriteType,
 )
-from airflow_tablestore.client.records import EncodedRecords
+from airflow_tablestore.client.plainbuffer.implementation import compiled_module
+from airflow_tablestore.client.records import Records
 from airflow_tablestore.spark.arrow import (
     ARROW_TYPES,
     TypedValues,
-    compiled_arrow,
     leaf_array,
     normalized,
     value_type,
@@ -145,44 +147,42 @@ def record_to_row(record: Record, channel_id: str, chunk: str, index: int) -> di
     }
 
 
-def records_to_arrow(records: Sequence[Record], channel_id: str, chunk: str, first_index: int = 0) -> pa.Table:
-    """Records as a change-log table, positions numbered from ``first_index``.
-
-    Filled in C where the compiled module is in use (unless the records hold values only the Python path
-    handles: value subclasses, bytes-likes, out-of-range integers...), else by :func:`records_to_arrow_python`.
-    """
-    if _change_log_arrays is not None:
-        records = records if isinstance(records, (list, tuple)) else list(records)  # both paths may iterate it
-        table = records_to_arrow_compiled(records, channel_id, chunk, first_index)
-        if table is not None:
-            return table
-    return records_to_arrow_python(records, channel_id, chunk, first_index)
+_change_log_arrays = getattr(compiled_module(), "change_log_arrays", None)
+_change_log_from_bodies = getattr(compiled_module(), "change_log_from_bodies", None)
 
 
-_change_log_arrays = getattr(compiled_arrow(), "change_log_arrays", None)
-_change_log_from_bodies = getattr(compiled_arrow(), "change_log_from_bodies", None)
-
-
-def encoded_records_to_arrow(records: EncodedRecords, channel_id: str, chunk: str, first_index: int = 0) -> pa.Table:
-    """:func:`records_to_arrow` of ``records.decode()``, built straight from the PlainBuffer bodies in C where the
-    compiled modules are in use (:func:`encoded_records_to_arrow_compiled`); else, or for anything that path
-    leaves out, the records are decoded (raising exactly what decoding raises) and converted."""
-    table = encoded_records_to_arrow_compiled(records, channel_id, chunk, first_index)
+def records_to_arrow(records: Records, channel_id: str, chunk: str, first_index: int = 0) -> pa.Table:
+    """Records as a change-log table, positions numbered from ``first_index``: built straight from the PlainBuffer
+    bodies in C where the compiled module is in use (:func:`records_to_arrow_compiled`); else, or for anything that
+    path leaves out, the records are decoded (raising exactly what decoding raises) and given to
+    :func:`objects_to_arrow`."""
+    table = records_to_arrow_compiled(records, channel_id, chunk, first_index)
     if table is not None:
         return table
-    return records_to_arrow(records.decode(), channel_id, chunk, first_index)
+    return objects_to_arrow(records.decode(), channel_id, chunk, first_index)
 
 
-def encoded_records_to_arrow_compiled(records: EncodedRecords, channel_id: str, chunk: str,
-                                      first_index: int = 0) -> pa.Table | None:
-    """The straight path of :func:`encoded_records_to_arrow`: the table, or None when it does not apply (no
-    compiled module, or anything the decoder would refuse in the bodies or origin records, or the Python builder
-    treats specially: corrupt bytes, unknown action types, the primary-key sentinels). Origin records are checked,
-    not kept (the change log has no place for them)."""
+def records_to_arrow_compiled(records: Records, channel_id: str, chunk: str, first_index: int = 0) -> pa.Table | None:
+    """The straight path of :func:`records_to_arrow`: the table, or None when it does not apply (no compiled
+    module, or anything the decoder would refuse in the bodies or origin records, or the Python builder treats
+    specially: corrupt bytes, unknown action types, the primary-key sentinels). Origin records are checked, not
+    kept (the change log has no place for them)."""
     if _change_log_from_bodies is None:
         return None
     out = _change_log_from_bodies(records.data, records.spans, records.actions, records.origin_spans)
     return None if out is None else _change_log_table(out, channel_id, chunk, first_index)
+
+
+def objects_to_arrow(records: Sequence[Record], channel_id: str, chunk: str, first_index: int = 0) -> pa.Table:
+    """Decoded records as a change-log table: filled in C where the compiled module is in use
+    (:func:`objects_to_arrow_compiled`, unless the records hold values only the Python path handles: value
+    subclasses, bytes-likes, out-of-range integers...), else by :func:`objects_to_arrow_python`."""
+    if _change_log_arrays is not None:
+        records = records if isinstance(records, (list, tuple)) else list(records)  # both paths may iterate it
+        table = objects_to_arrow_compiled(records, channel_id, chunk, first_index)
+        if table is not None:
+            return table
+    return objects_to_arrow_python(records, channel_id, chunk, first_index)
 
 
 def _list_of_structs(struct_type: pa.StructType, n: int, offsets: bytes,
@@ -193,9 +193,9 @@ def _list_of_structs(struct_type: pa.StructType, n: int, offsets: bytes,
     return pa.ListArray.from_arrays(pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(offsets)]), struct)
 
 
-def records_to_arrow_compiled(records: Sequence[Record], channel_id: str, chunk: str,
+def objects_to_arrow_compiled(records: Sequence[Record], channel_id: str, chunk: str,
                               first_index: int = 0) -> pa.Table | None:
-    """:func:`records_to_arrow` with the leaf buffers filled by the compiled module (no Python object per row or
+    """:func:`objects_to_arrow` with the leaf buffers filled by the compiled module (no Python object per row or
     cell): the same table, or None when the compiled module is not in use or the records hold values it leaves
     to the Python path."""
     if _change_log_arrays is None:
@@ -225,9 +225,9 @@ def _change_log_table(out: tuple[Any, ...], channel_id: str, chunk: str, first_i
     return pa.Table.from_arrays(arrays, schema=CHANGE_SCHEMA)
 
 
-def records_to_arrow_python(records: Sequence[Record], channel_id: str, chunk: str,
+def objects_to_arrow_python(records: Sequence[Record], channel_id: str, chunk: str,
                             first_index: int = 0) -> pa.Table:
-    """:func:`records_to_arrow` in Python (the path without the compiled module, and the reference of its tests).
+    """:func:`objects_to_arrow` in Python (the path without the compiled module, and the reference of its tests).
 
     Built column by column (one pass over the records, then one C conversion per leaf field): several
     times faster than ``Table.from_pylist`` of nested dicts on the executors' hot path.
@@ -329,8 +329,8 @@ def iter_record_batches(records: Iterable[Record], channel_id: str, chunk: str,
     for record in records:
         buffer.append(record)
         if len(buffer) >= batch_rows:
-            yield from records_to_arrow(buffer, channel_id, chunk, index).to_batches()
+            yield from objects_to_arrow(buffer, channel_id, chunk, index).to_batches()
             index += len(buffer)
             buffer = []
     if buffer:
-        yield from records_to_arrow(buffer, channel_id, chunk, index).to_batches()
+        yield from objects_to_arrow(buffer, channel_id, chunk, index).to_batches()

@@ -1,5 +1,5 @@
 """ReadRecords answers kept encoded: the C split of the answer's bytes against the protobuf runtime, and
-:class:`EncodedRecords` slicing and joining.
+:class:`Records` slicing and joining.
 
 ``split_read_records`` must give, for every answer it accepts, exactly the records, token and hint the protobuf
 runtime parses; every answer it refuses (None) goes to the protobuf runtime, so the client's result is the same
@@ -17,7 +17,7 @@ from airflow_tablestore.client import records
 from airflow_tablestore.client.model import Column, Row, SequenceInfo
 from airflow_tablestore.client.plainbuffer.encode import encode_row
 from airflow_tablestore.client.plainbuffer.implementation import IMPLEMENTATION
-from airflow_tablestore.client.records import EncodedRecords, split_read_records
+from airflow_tablestore.client.records import Records, split_read_records
 from airflow_tablestore.client.retry import RetryPolicy
 from airflow_tablestore.client.tunnel import client as tunnel_client
 from airflow_tablestore.client.tunnel.client import TunnelClient
@@ -146,7 +146,7 @@ def test_odd_answers_fall_back_or_agree(name: str) -> None:
 def _outcome(fn: Any) -> Any:
     try:
         result = fn()
-        found = result.records.decode() if isinstance(result.records, EncodedRecords) else result.records
+        found = result.records.decode()
     except Exception as exc:  # noqa: BLE001 - the class, code and message are what must match
         return ("error", type(exc), getattr(exc, "code", None), str(exc))
     return ("ok", found, result.next_token, result.may_more, result.size_bytes)
@@ -154,8 +154,8 @@ def _outcome(fn: Any) -> Any:
 
 @pytest.mark.parametrize("name", sorted(ODD_ANSWERS))
 def test_the_client_reads_every_answer_alike(scripted: Any, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """read_records and read_records_encoded(...).records.decode() give what the protobuf runtime's parse gives,
-    errors included, whichever way the answer was split."""
+    """read_records(...).records.decode() gives what the protobuf runtime's parse gives, errors included, whichever
+    way the answer was split (the C split, or the runtime's parse when the split is switched off)."""
     body = ODD_ANSWERS[name]
     client = TunnelClient(scripted.endpoint, "ak", "secret", "inst", retry=RetryPolicy.no_retry())
     with client:
@@ -163,18 +163,17 @@ def test_the_client_reads_every_answer_alike(scripted: Any, name: str, monkeypat
             patched.setattr(tunnel_client, "split_read_records", lambda body: None)
             scripted.script(scripted.Reply(200, body))
             expected = _outcome(lambda: client.read_records("t", "c", "ch", "tok"))
-        for read in (client.read_records, client.read_records_encoded):
-            scripted.script(scripted.Reply(200, body))
-            assert _outcome(lambda: read("t", "c", "ch", "tok")) == expected  # noqa: B023
+        scripted.script(scripted.Reply(200, body))
+        assert _outcome(lambda: client.read_records("t", "c", "ch", "tok")) == expected
 
 
-def _records(rng: random.Random, count: int) -> EncodedRecords:
+def _records(rng: random.Random, count: int) -> Records:
     bodies = [rng.randbytes(rng.randrange(1, 30)) for _ in range(count)]
     origins = [rng.randbytes(rng.randrange(0, 3)) if rng.random() < 0.3 else b"" for _ in range(count)]
-    return EncodedRecords.from_bodies(bodies, [rng.choice([1, 2, 3]) for _ in range(count)], origins)
+    return Records.from_bodies(bodies, [rng.choice([1, 2, 3]) for _ in range(count)], origins)
 
 
-def _lists(enc: EncodedRecords) -> tuple[list[bytes], list[int], list[bytes]]:
+def _lists(enc: Records) -> tuple[list[bytes], list[int], list[bytes]]:
     return enc.bodies, list(enc.action_types()), enc.origins or [b""] * len(enc)
 
 
@@ -185,7 +184,7 @@ def test_slices_and_joins_keep_every_record(monkeypatch: pytest.MonkeyPatch, com
     rng = random.Random(5)
     for _ in range(100):
         parts = [_records(rng, rng.randrange(0, 6)) for _ in range(rng.randrange(0, 4))]
-        joined = EncodedRecords.concat(parts)
+        joined = Records.concat(parts)
         expected = [sum((_lists(p)[k] for p in parts), []) for k in range(3)]
         assert list(_lists(joined)) == expected
         one = _records(rng, 9)
@@ -193,16 +192,16 @@ def test_slices_and_joins_keep_every_record(monkeypatch: pytest.MonkeyPatch, com
             bodies, actions, origins = _lists(one)
             assert _lists(one[index]) == (bodies[index], actions[index], origins[index])
         halves = [one[:4], one[4:]]  # parts of one answer share its buffer: joined without a copy
-        assert EncodedRecords.concat(halves).data is one.data
-        assert _lists(EncodedRecords.concat(halves)) == _lists(one)
+        assert Records.concat(halves).data is one.data
+        assert _lists(Records.concat(halves)) == _lists(one)
 
 
 def test_spans_must_match_the_actions() -> None:
     with pytest.raises(ValueError, match="one entry per record"):
-        EncodedRecords(b"abc", records.pack_spans([1, 2]), b"\x01")
+        Records(b"abc", records.pack_spans([1, 2]), b"\x01")
 
 
-def _loop(enc: EncodedRecords) -> Any:
+def _loop(enc: Records) -> Any:
     """The per-record Python loop over the compiled decoder (what decode() falls back to)."""
     try:
         return ("ok", records._decode(zip(enc.action_types(), enc.bodies, enc.origins or [b""] * len(enc),
@@ -211,7 +210,7 @@ def _loop(enc: EncodedRecords) -> Any:
         return ("error", type(exc), str(exc))
 
 
-def _decoded(enc: EncodedRecords) -> Any:
+def _decoded(enc: Records) -> Any:
     try:
         return ("ok", enc.decode())
     except Exception as exc:  # noqa: BLE001
@@ -239,7 +238,7 @@ def test_decode_in_place_equals_the_loop() -> None:
             (origins if origins[at] and case % 4 == 0 else bodies)[at] = bytes(bad)
         if bodies and case % 7 == 0:
             bodies[0] = rng.choice(handmade())
-        enc = EncodedRecords.from_bodies(bodies, [rng.choice([1, 2, 3]) for _ in bodies], origins)
+        enc = Records.from_bodies(bodies, [rng.choice([1, 2, 3]) for _ in bodies], origins)
         expected = _loop(enc)
         assert canon(_decoded(enc)) == canon(expected)  # canon: NaN by its bits, types kept apart
         taken += records._decode_in(enc.data, enc.spans, enc.actions, enc.origin_spans, records.Record,

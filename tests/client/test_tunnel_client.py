@@ -134,8 +134,7 @@ def test_consume_a_base_tunnel_by_hand(
         while token != FINISHED:
             result = tablestore_tunnel_client.read_records(tunnel_id, client_id, ch.channel_id, token)
             assert len(result.records) <= 4 and result.size_bytes > 0
-            kept = tablestore_tunnel_client.read_records_encoded(tunnel_id, client_id, ch.channel_id, token)
-            assert (kept.records.decode(), *kept[1:]) == (result.records, *result[1:])
+            assert list(result.records) == result.records.decode()  # one batch, decoded once on first use
             for rec in result.records:
                 assert rec.action is ActionType.PUT_ROW and rec.sequence is None
                 assert rec.columns[0].name == "v" and rec.columns[0].timestamp
@@ -179,10 +178,7 @@ def test_checkpoint_sequence_mismatch_and_stream_reads(
         assert is_stream_token(token)
         for _ in range(10):
             result = tablestore_tunnel_client.read_records(tunnel_id, client_id, ch.channel_id, token)
-            kept = tablestore_tunnel_client.read_records_encoded(tunnel_id, client_id, ch.channel_id, token)
-            # the same records; a stream token names the time it was handed out, so only its kind is compared
-            assert (kept.records.decode(), kept.may_more) == (result.records, result.may_more)
-            assert is_stream_token(kept.next_token)
+            assert is_stream_token(result.next_token)
             records.extend(result.records)
             token = result.next_token
             if not result.records:

@@ -113,10 +113,10 @@ def test_release_artifacts(dists: tuple[Path, Path]) -> None:
         meta = _metadata(archive.read(f"{info}/METADATA").decode())
         for name in ("LICENSE", "NOTICE"):
             assert archive.read(f"{info}/licenses/{name}") == (repo / name).read_bytes(), name
-    # built with a compiler: a CPython- and platform-specific wheel carrying the compiled PlainBuffer decoder
+    # built with a compiler: a CPython- and platform-specific wheel carrying the one compiled PlainBuffer extension
     assert re.fullmatch(rf"airflow_provider_tablestore-{re.escape(version)}-cp3\d+-cp3\d+-[\w.]+\.whl", wheel.name)
-    for module in ("client/plainbuffer/_speedups", "spark/_arrow_speedups"):
-        assert [n for n in names if re.fullmatch(rf"airflow_tablestore/{module}\..+\.(so|pyd)", n)], module
+    compiled = [n for n in names if re.fullmatch(r"airflow_tablestore/.+\.(so|pyd)", n)]
+    assert len(compiled) == 1 and compiled[0].startswith("airflow_tablestore/client/plainbuffer/_speedups."), compiled
     assert not [n for n in names if n.endswith(".c")]
     assert {"pyspark_tablestore.py", "airflow_tablestore/py.typed", "airflow_tablestore/protocol/ots_table.proto",
             "airflow_tablestore/spark/consumer/log4j2.properties"} <= names
@@ -144,7 +144,8 @@ def test_release_artifacts(dists: tuple[Path, Path]) -> None:
             assert archive.extractfile(f"{top}/{name}").read() == (repo / name).read_bytes(), name  # type: ignore[union-attr]
     docs = {f"docs/{path.name}" for path in (repo / "docs").glob("*.md")}
     assert {"README.md", "BENCHMARKS.md", "pyproject.toml", "pyspark_tablestore.py"} | docs <= files, docs - files
-    assert {"airflow_tablestore/client/plainbuffer/_speedups.c", "airflow_tablestore/spark/_arrow_speedups.c"} <= files
+    assert {f"airflow_tablestore/client/plainbuffer/{name}" for name in ("_speedups.c", "_arrow.c", "_parse.h",
+                                                                         "_records.h")} <= files
     assert not [name for name in files if name.startswith("tests/")]  # the suite needs the repository
     assert pkg_info["Version"] == version
     print(f"[compat] release {version}: twine check passed on {sdist.name} and {wheel.name}; LICENSE, NOTICE in "

@@ -1,6 +1,6 @@
 """PlainBuffer bytes straight to Arrow against decode-then-build: the same tables, the same errors.
 
-The straight path (``_arrow_speedups.change_log_from_bodies`` / ``flat_from_rows`` over the shared parser
+The straight path (``_speedups.change_log_from_bodies`` / ``flat_from_rows`` over the one parser
 ``client/plainbuffer/_parse.h``, and ``_speedups.scan_records`` for sequence timestamps) must give exactly what
 decoding to records and building Arrow from them gives, for the generators of the decoder's and the builders'
 differential tests, and for corrupt input either refuse (the object path then raises its exact error) or, where
@@ -27,16 +27,17 @@ from airflow_tablestore.client.errors import PlainBufferError
 from airflow_tablestore.client.model import ActionType, CellOp, Column, Record, Row, SequenceInfo
 from airflow_tablestore.client.plainbuffer.decode import decode_rows
 from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
-from airflow_tablestore.client.records import EncodedRecords
+from airflow_tablestore.client.plainbuffer.rows import Rows
+from airflow_tablestore.client.records import Records
 from airflow_tablestore.client.replica import TOMBSTONE_SUFFIX, is_tombstone
 from airflow_tablestore.spark import arrow, changes
 from airflow_tablestore.spark.changes import (
     CHANGE_SCHEMA,
-    encoded_records_to_arrow,
-    encoded_records_to_arrow_compiled,
-    records_to_arrow_python,
+    objects_to_arrow_python,
+    records_to_arrow,
+    records_to_arrow_compiled,
 )
-from airflow_tablestore.spark.sinks.parquet import _ParquetWriter
+from airflow_tablestore.spark.sinks.parquet import _ParquetWriter, partition_of
 from spark.test_changes_compiled import SAMPLES, attribute_columns, flat_case, random_record
 
 
@@ -69,8 +70,8 @@ def _module(name: str) -> ModuleType | None:
         raise
 
 
-arrow_c = _module("airflow_tablestore.spark._arrow_speedups")
 decoder_c = _module("airflow_tablestore.client.plainbuffer._speedups")
+arrow_c = decoder_c  # one extension: the decoder and the Arrow builders
 needs_c = pytest.mark.skipif(arrow_c is None or not COMPILED, reason="the compiled modules are not in use")
 
 
@@ -86,22 +87,22 @@ def outcome(fn: Callable[[], Any]) -> Any:
         return ("error", type(exc), str(exc))
 
 
-def encoded(records: list[Record]) -> EncodedRecords:
+def encoded(records: list[Record]) -> Records:
     bodies = [encode_row(Row(r.primary_key, r.columns, False, r.sequence)) for r in records]
-    return EncodedRecords.from_bodies(bodies, [int(r.action) for r in records])
+    return Records.from_bodies(bodies, [int(r.action) for r in records])
 
 
-def reference(enc: EncodedRecords, first_index: int = 0) -> Any:
+def reference(enc: Records, first_index: int = 0) -> Any:
     """Decode-then-build, on a fresh copy (so nothing is cached between the two paths)."""
-    copy = EncodedRecords.from_bodies(enc.bodies, enc.action_types(), enc.origins)
-    return outcome(lambda: records_to_arrow_python(copy.decode(), "ch", "chunk", first_index))
+    copy = Records.from_bodies(enc.bodies, enc.action_types(), enc.origins)
+    return outcome(lambda: objects_to_arrow_python(copy.decode(), "ch", "chunk", first_index))
 
 
-def assert_same_outcome(enc: EncodedRecords) -> Any:
+def assert_same_outcome(enc: Records) -> Any:
     """Straight (or its fallback) and decode-then-build give the same table, or the same error; returns the
     latter's outcome."""
     expected = reference(enc)
-    got = outcome(lambda: encoded_records_to_arrow(enc, "ch", "chunk"))
+    got = outcome(lambda: records_to_arrow(enc, "ch", "chunk"))
     if expected[0] == "ok":
         assert got[0] == "ok" and same(got[1], expected[1])
     else:
@@ -128,12 +129,12 @@ def test_random_records_equal() -> None:
         first = rng.randrange(10**6)
         expected = reference(enc, first)
         assert expected[0] == "ok"
-        got = encoded_records_to_arrow(enc, "ch", "chunk", first)
+        got = records_to_arrow(enc, "ch", "chunk", first)
         got.validate(full=True)
         assert got.schema == CHANGE_SCHEMA
         assert same(got, expected[1])
         if arrow_c is not None and COMPILED:
-            assert encoded_records_to_arrow_compiled(enc, "ch", "chunk", first) is not None
+            assert records_to_arrow_compiled(enc, "ch", "chunk", first) is not None
 
 
 def test_decoder_generator_rows_equal_or_same_error() -> None:
@@ -141,7 +142,7 @@ def test_decoder_generator_rows_equal_or_same_error() -> None:
     rng = random.Random(SEED + 1)
     for _ in range(300):
         rows = [random_row(rng) for _ in range(rng.randrange(1, 6))]
-        assert_same_outcome(EncodedRecords.from_bodies([encode_row(r) for r in rows],
+        assert_same_outcome(Records.from_bodies([encode_row(r) for r in rows],
                                                        [rng.choice([1, 2, 3]) for _ in rows]))
 
 
@@ -156,7 +157,7 @@ def test_edge_records() -> None:
                SequenceInfo(0, 2**62, 0)),
     ]
     enc = encoded(records)
-    got = encoded_records_to_arrow_compiled(enc, "ch", "chunk", 7)
+    got = records_to_arrow_compiled(enc, "ch", "chunk", 7)
     assert got is not None
     assert same(got, reference(enc, 7)[1])
 
@@ -183,11 +184,11 @@ def test_corrupt_records_same_outcome() -> None:
     for bad in bad_inputs:
         at = rng.randrange(len(good) + 1)
         bodies = [*good.bodies[:at], bad, *good.bodies[at:]]
-        enc = EncodedRecords.from_bodies(bodies, good.actions[:at] + b"\x02" + good.actions[at:])
+        enc = Records.from_bodies(bodies, good.actions[:at] + b"\x02" + good.actions[at:])
         if assert_same_outcome(enc)[0] == "error" and arrow_c is not None and COMPILED:
-            assert encoded_records_to_arrow_compiled(enc, "ch", "chunk") is None, bad
-    unknown = EncodedRecords.from_bodies(good.bodies[:2], b"\x01\x07")
-    assert outcome(lambda: encoded_records_to_arrow(unknown, "ch", "chunk")) == reference(unknown)
+            assert records_to_arrow_compiled(enc, "ch", "chunk") is None, bad
+    unknown = Records.from_bodies(good.bodies[:2], b"\x01\x07")
+    assert outcome(lambda: records_to_arrow(unknown, "ch", "chunk")) == reference(unknown)
     assert reference(unknown)[0] == "error"
 
 
@@ -197,14 +198,14 @@ def test_origin_records_are_checked_not_kept() -> None:
     rng = random.Random(SEED + 3)
     records = [r for r in (random_record(rng, large=False) for _ in range(5)) if _encodable(r)]
     good = encoded(records)
-    enc = EncodedRecords.from_bodies(good.bodies, good.actions, [good.bodies[0]] + [b""] * (len(good) - 1))
-    assert same(encoded_records_to_arrow(enc, "ch", "chunk"), reference(good)[1])
+    enc = Records.from_bodies(good.bodies, good.actions, [good.bodies[0]] + [b""] * (len(good) - 1))
+    assert same(records_to_arrow(enc, "ch", "chunk"), reference(good)[1])
     if arrow_c is not None and COMPILED:
-        assert encoded_records_to_arrow_compiled(enc, "ch", "chunk") is not None
+        assert records_to_arrow_compiled(enc, "ch", "chunk") is not None
     for bad in [*corruptions(rng, good.bodies[1], 30), good.bodies[0] + good.bodies[1][4:], b"\x75\x00\x00\x00"]:
-        enc = EncodedRecords.from_bodies(good.bodies, good.actions, [b"", bad] + [b""] * (len(good) - 2))
+        enc = Records.from_bodies(good.bodies, good.actions, [b"", bad] + [b""] * (len(good) - 2))
         if assert_same_outcome(enc)[0] == "error" and arrow_c is not None and COMPILED:
-            assert encoded_records_to_arrow_compiled(enc, "ch", "chunk") is None
+            assert records_to_arrow_compiled(enc, "ch", "chunk") is None
 
 
 def test_from_messages_keeps_out_of_range_action_types() -> None:
@@ -213,11 +214,11 @@ def test_from_messages_keeps_out_of_range_action_types() -> None:
             self.action_type, self.record, self.origin_record = action_type, record, b""
 
     body = encode_row(Row((("k", 1),), ()))
-    enc = EncodedRecords.from_messages([Message(1, body), Message(300, body)])
+    enc = Records.from_messages([Message(1, body), Message(300, body)])
     assert enc.actions == b"\x01\x00"
     with pytest.raises(PlainBufferError, match="unknown tunnel record action type 300"):
         enc.scan()
-    assert outcome(lambda: encoded_records_to_arrow(enc, "ch", "chunk"))[2].endswith("action type 300")
+    assert outcome(lambda: records_to_arrow(enc, "ch", "chunk"))[2].endswith("action type 300")
 
 
 # ---- sequence timestamps ----------------------------------------------------------------------------------------
@@ -253,8 +254,8 @@ def test_scan_of_corrupt_records_raises_the_decoder_error() -> None:
     records = [r for r in (random_record(rng, large=False) for _ in range(10)) if _encodable(r)]
     good = encoded(records)
     for bad in [body for body in good.bodies for body in corruptions(rng, body, 10)]:
-        enc = EncodedRecords.from_bodies([*good.bodies, bad], good.actions + b"\x01")
-        copy = EncodedRecords.from_bodies(enc.bodies, enc.actions)
+        enc = Records.from_bodies([*good.bodies, bad], good.actions + b"\x01")
+        copy = Records.from_bodies(enc.bodies, enc.actions)
         expected = outcome(copy.decode)
         got = outcome(lambda: enc.scan(None, 0))  # noqa: B023
         if expected[0] == "error":
@@ -278,8 +279,15 @@ def test_parquet_split_of_the_table_matches_the_records(partition_by: str) -> No
         if _encodable(record):
             records.append(record)
     writer = _ParquetWriter("/nonexistent", "ch", "token", 1, partition_by)
-    table = records_to_arrow_python(records, "ch", writer._chunk, 0)
-    runs = writer._split(records)
+    table = objects_to_arrow_python(records, "ch", writer._chunk, 0)
+    runs: list[tuple[str, list[Record]]] = []  # consecutive runs of records by partition
+    for record in records:
+        partition = "all" if partition_by == "none" else partition_of(
+            record.sequence.timestamp if record.sequence else None, partition_by)
+        if runs and runs[-1][0] == partition:
+            runs[-1][1].append(record)
+        else:
+            runs.append((partition, [record]))
     split = writer._split_table(table)
     assert [p for p, _ in split] == [p for p, _ in runs]
     assert [t.num_rows for _, t in split] == [len(g) for _, g in runs]
@@ -333,8 +341,12 @@ def test_flat_random_pages_equal() -> None:
             for fence, drop_empty, ignored in [(None, False, None), ("_tunnel_seq", False, None),
                                                ("_tunnel_seq", True, "_tunnel_seq"), (None, True, None)]:
                 expected = _object_batch(converter, data, fence, drop_empty, ignored)
-                got = converter.batch_encoded(data, tombstone_fence=fence, tombstone_suffix=TOMBSTONE_SUFFIX,
-                                              drop_empty=drop_empty, ignored=ignored)
+                whole = outcome(lambda: converter.page(Rows(data), tombstone_fence=fence,  # noqa: B023
+                                                       drop_empty=drop_empty, ignored=ignored))  # noqa: B023
+                assert whole[0] == expected[0]
+                assert same(whole[1], expected[1]) if whole[0] == "ok" else whole == expected
+                got = converter.page_compiled(Rows(data), tombstone_fence=fence, drop_empty=drop_empty,
+                                              ignored=ignored)
                 if arrow_c is None or not COMPILED:
                     assert got is None
                     continue
@@ -352,8 +364,7 @@ def test_flat_straight_path_is_taken_for_fitting_cells() -> None:
         permissive, _, cells, keys = flat_case(rng, corrupt=case % 2 == 0)
         rows = [Row(r.primary_key, tuple(c for c in r.columns if c.name != "other"))
                 for r in _flat_rows(rng, 50, cells, keys) if r.columns and r.columns[0].name != "_tunnel_seq"]
-        got = permissive.batch_encoded(encode_rows(rows) if rows else b"", tombstone_fence="_tunnel_seq",
-                                       tombstone_suffix=TOMBSTONE_SUFFIX)
+        got = permissive.page_compiled(Rows(encode_rows(rows) if rows else b""), tombstone_fence="_tunnel_seq")
         taken += got is not None
     assert taken >= 30
 
@@ -365,11 +376,12 @@ def test_flat_corrupt_pages_same_outcome() -> None:
     data = encode_rows(rows)
     for bad in corruptions(rng, data, 600) + [data[:4], data[:3], b"\x76" + data[1:]]:
         expected = _object_batch(permissive, bad, "_tunnel_seq", False, None)
-        got = outcome(lambda: permissive.batch_encoded(bad, tombstone_fence="_tunnel_seq",  # noqa: B023
-                                                       tombstone_suffix=TOMBSTONE_SUFFIX))
+        got = outcome(lambda: permissive.page_compiled(Rows(bad), tombstone_fence="_tunnel_seq"))  # noqa: B023
         assert got[0] == "ok"
         if got[1] is not None:
             assert expected[0] == "ok" and same(got[1], expected[1])
+        whole = outcome(lambda: permissive.page(Rows(bad), tombstone_fence="_tunnel_seq"))  # noqa: B023
+        assert same(whole[1], expected[1]) if expected[0] == "ok" else whole == expected
 
 
 def test_the_compiled_switch() -> None:
@@ -379,8 +391,10 @@ def test_the_compiled_switch() -> None:
 
 
 @pytest.mark.parametrize("partition_by", ["none", "day"])
-def test_parquet_writer_takes_encoded_records(tmp_path: Path, partition_by: str) -> None:
-    """The sink's staged files are the same whether a round's answers come decoded or encoded."""
+def test_parquet_writer_straight_and_from_objects(tmp_path: Path, partition_by: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sink's staged files are the same whether a round's answers become Arrow straight from their bytes or
+    decoded and built from the record objects (the straight path switched off)."""
     import pyarrow.parquet as pq
 
     from airflow_tablestore.spark.sinks.parquet import ParquetSink
@@ -395,20 +409,24 @@ def test_parquet_writer_takes_encoded_records(tmp_path: Path, partition_by: str)
         if _encodable(record):
             records.append(record)
     staged = {}
-    for name, payload in (("objects", records), ("encoded", encoded(records))):
-        writer = ParquetSink(str(tmp_path / name), partition_by).open("ch", "start", 1)
-        writer.write(payload[:50])
-        writer.write(payload[50:])
-        assert writer.close("end") == len(records)
+    for name in ("objects", "straight"):
+        with monkeypatch.context() as patched:
+            if name == "objects":
+                patched.setattr(changes, "_change_log_from_bodies", None)
+            payload = encoded(records)
+            writer = ParquetSink(str(tmp_path / name), partition_by).open("ch", "start", 1)
+            writer.write(payload[:50])
+            writer.write(payload[50:])
+            assert writer.close("end") == len(records)
         files = sorted((tmp_path / name / "_staging").rglob("*.parquet"))
         staged[name] = {f.name: pq.read_table(f) for f in files}
-    assert staged["objects"].keys() == staged["encoded"].keys()
+    assert staged["objects"].keys() == staged["straight"].keys()
     assert len(staged["objects"]) == (1 if partition_by == "none" else 4)
     for file, table in staged["objects"].items():
-        assert same(staged["encoded"][file], table)
+        assert same(staged["straight"][file], table)
 
 
-# ---- span reads of encoded answers -------------------------------------------------------------------------------
+# ---- span reads: sequence timestamps scanned in C or read from the decoded records ---------------------------
 
 
 class _Message:
@@ -423,20 +441,16 @@ class _FakeTunnel:
         self.answers = answers
 
     def read_records(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> Any:
-        from airflow_tablestore.client.records import decode_records
         from airflow_tablestore.client.tunnel.reads import ReadResult
 
         messages, next_token = self.answers[token]
-        return ReadResult(decode_records(messages), next_token, True, 100)
-
-    def read_records_encoded(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> Any:
-        from airflow_tablestore.client.tunnel.reads import EncodedReadResult
-
-        messages, next_token = self.answers[token]
-        return EncodedReadResult(EncodedRecords.from_messages(messages), next_token, True, 100)
+        return ReadResult(Records.from_messages(messages), next_token, True, 100)
 
 
-def test_span_reads_of_encoded_answers_match() -> None:
+def test_span_reads_scanned_and_decoded_match(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A span read gives the same records, end and errors whether its answers' sequence timestamps are scanned in C
+    or read from the decoded records (the compiled scan switched off)."""
+    from airflow_tablestore.client import records as records_module
     from airflow_tablestore.client.tunnel.span import Position, Span, SpanRead
 
     rng = random.Random(SEED + 11)
@@ -459,9 +473,12 @@ def test_span_reads_of_encoded_answers_match() -> None:
         span = Span(Position("t0", rng.randint(0, 2)), rng.randint(1, 12), rng.choice([None, 10, 40, 10**6]))
         whole = rng.random() < 0.5
 
-        def run(encoded: bool, span: Span = span, whole: bool = whole, answers: Any = answers) -> Any:
-            read = SpanRead(_FakeTunnel(answers), "tn", "cl", "ch", span, whole_answers=whole, encoded=encoded)
-            chunks = outcome(lambda: [c.decode() if isinstance(c, EncodedRecords) else c for c in read])
+        def run(scanned: bool, span: Span = span, whole: bool = whole, answers: Any = answers) -> Any:
+            with monkeypatch.context() as patched:
+                if not scanned:
+                    patched.setattr(records_module, "_scan", None)
+                read = SpanRead(_FakeTunnel(answers), "tn", "cl", "ch", span, whole_answers=whole)
+                chunks = outcome(lambda: [c.decode() for c in read])
             return chunks, read.end, read.reads
 
         assert run(True) == run(False)

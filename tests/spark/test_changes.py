@@ -17,8 +17,8 @@ from airflow_tablestore.spark.changes import (
     CHANGE_SCHEMA,
     arrow_to_records,
     iter_record_batches,
+    objects_to_arrow,
     record_to_write,
-    records_to_arrow,
 )
 
 PK = (("id", 7), ("name", "a"), ("blob", b"\x00\xff"))
@@ -69,7 +69,7 @@ records = st.builds(
 @settings(max_examples=60, deadline=None)
 @given(st.lists(records, max_size=8))
 def test_change_log_round_trip_is_exact(recs: list[Record]) -> None:
-    table = records_to_arrow(recs, "ch_1", "abc", first_index=5)
+    table = objects_to_arrow(recs, "ch_1", "abc", first_index=5)
     assert table.schema == CHANGE_SCHEMA
     assert table.column("record_index").to_pylist() == list(range(5, 5 + len(recs)))
     back = arrow_to_records(table)

@@ -1,6 +1,6 @@
-"""The Arrow batches filled in C against the Python builders: the change log (``_arrow_speedups.change_log_arrays``
-vs ``records_to_arrow_python``) and the data source's flat rows (``_arrow_speedups.flat_arrays`` vs
-``RowsToArrow.batch_python``).
+"""The Arrow batches filled in C from objects against the Python builders: the change log
+(``_speedups.change_log_arrays`` vs ``objects_to_arrow_python``) and the data source's flat rows
+(``_speedups.flat_arrays`` vs ``RowsToArrow.batch_python``).
 
 Both get the same seeded-random records (every value type in keys and cells, nulls, deletes of one and of all
 versions, increments, many versions, empty and 1 MB values, with and without sequence info), as built and as
@@ -42,7 +42,7 @@ from airflow_tablestore.client.plainbuffer.decode import decode_record_list_pyth
 from airflow_tablestore.client.plainbuffer.encode import encode_row
 from airflow_tablestore.spark import arrow, changes
 from airflow_tablestore.spark.arrow import CELL, CORRUPT, KEY, VERSIONS, CellTypeError, OutputField, RowsToArrow
-from airflow_tablestore.spark.changes import CHANGE_SCHEMA, records_to_arrow_compiled, records_to_arrow_python
+from airflow_tablestore.spark.changes import CHANGE_SCHEMA, objects_to_arrow_compiled, objects_to_arrow_python
 
 SEED = 20260622
 TS = 1_700_000_000_000
@@ -51,12 +51,12 @@ TS = 1_700_000_000_000
 @pytest.fixture(autouse=True)
 def compiled(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     try:
-        module = importlib.import_module("airflow_tablestore.spark._arrow_speedups")
+        module = importlib.import_module("airflow_tablestore.client.plainbuffer._speedups")
     except ImportError as exc:
         if os.environ.get("TABLESTORE_PLAINBUFFER_OPTIONAL") == "1":
             pytest.skip(f"the compiled module is not built (optional here): {exc}")
         raise AssertionError("the compiled Arrow module is not built; `pip install -e .` builds it") from exc
-    # also under TABLESTORE_PLAINBUFFER=python, which leaves records_to_arrow on the Python path
+    # also under TABLESTORE_PLAINBUFFER=python, which leaves objects_to_arrow on the Python path
     monkeypatch.setattr(changes, "_change_log_arrays", module.change_log_arrays)
     monkeypatch.setattr(arrow, "_flat_arrays", module.flat_arrays)
     return module
@@ -114,8 +114,8 @@ def random_record(rng: random.Random, *, large: bool = True) -> Record:
 
 
 def assert_same(records: Any, first_index: int = 0) -> pa.Table:
-    expected = records_to_arrow_python(records, "channel-1", "chunk-1", first_index)
-    got = records_to_arrow_compiled(records, "channel-1", "chunk-1", first_index)
+    expected = objects_to_arrow_python(records, "channel-1", "chunk-1", first_index)
+    got = objects_to_arrow_compiled(records, "channel-1", "chunk-1", first_index)
     assert got is not None, "the compiled path refused records it should take"
     assert got.schema == CHANGE_SCHEMA
     got.validate(full=True)
@@ -144,17 +144,17 @@ def test_decoded_records_equal() -> None:
     assert_same(records)
 
 
-def test_records_to_arrow_takes_the_compiled_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_objects_to_arrow_takes_the_compiled_path(monkeypatch: pytest.MonkeyPatch) -> None:
     records = [random_record(random.Random(SEED + 2), large=False)]
-    monkeypatch.setattr(changes, "records_to_arrow_python", lambda *a: pytest.fail("the Python path ran"))
-    assert changes.records_to_arrow(records, "c", "k").num_rows == 1
+    monkeypatch.setattr(changes, "objects_to_arrow_python", lambda *a: pytest.fail("the Python path ran"))
+    assert changes.objects_to_arrow(records, "c", "k").num_rows == 1
 
 
 def test_doubles_bit_for_bit() -> None:
     values = [math.nan, -math.nan, -0.0, 0.0, math.inf, -math.inf, 5e-324, 1.7976931348623157e308]
     records = [Record(ActionType.PUT_ROW, (("id", i),), (Column("d", v, TS),)) for i, v in enumerate(values)]
-    got = records_to_arrow_compiled(records, "c", "k")
-    expected = records_to_arrow_python(records, "c", "k")
+    got = objects_to_arrow_compiled(records, "c", "k")
+    expected = objects_to_arrow_python(records, "c", "k")
     assert got is not None
 
     def bits(table: pa.Table) -> list[bytes]:
@@ -182,12 +182,12 @@ class _Flag(enum.IntEnum):
         "inf-min", "inf-max", "list", "lone-surrogate"])
 @pytest.mark.parametrize("where", ["key", "cell"])
 def test_values_left_to_python(value: Any, where: str) -> None:
-    """The fast path declines; records_to_arrow then gives the Python path's table, or raises its error."""
+    """The fast path declines; objects_to_arrow then gives the Python path's table, or raises its error."""
     pk: tuple[tuple[str, Any], ...] = (("id", value),) if where == "key" else (("id", 1),)
     columns = (Column("v", value, TS),) if where == "cell" else ()
     records = [Record(ActionType.PUT_ROW, (("id", 0),), ()), Record(ActionType.UPDATE_ROW, pk, columns)]
-    assert records_to_arrow_compiled(records, "c", "k") is None
-    assert_outcomes_equal(changes.records_to_arrow, records_to_arrow_python, records, "c", "k")
+    assert objects_to_arrow_compiled(records, "c", "k") is None
+    assert_outcomes_equal(changes.objects_to_arrow, objects_to_arrow_python, records, "c", "k")
 
 
 @pytest.mark.parametrize("record", [
@@ -201,8 +201,8 @@ def test_values_left_to_python(value: Any, where: str) -> None:
     Record(ActionType.PUT_ROW, (("id", 1),), (), SequenceInfo(None, None, None)),  # type: ignore[arg-type]
 ], ids=["bool-ts", "big-ts", "unknown-op", "unknown-action", "pk-list", "bytes-name", "big-seq", "none-seq"])
 def test_odd_records_left_to_python(record: Record) -> None:
-    assert records_to_arrow_compiled([record], "c", "k") is None
-    assert_outcomes_equal(changes.records_to_arrow, records_to_arrow_python, [record], "c", "k")
+    assert objects_to_arrow_compiled([record], "c", "k") is None
+    assert_outcomes_equal(changes.objects_to_arrow, objects_to_arrow_python, [record], "c", "k")
 
 
 def assert_outcomes_equal(run: Callable[..., Any], reference: Callable[..., Any], *args: Any) -> None:
@@ -219,14 +219,14 @@ def assert_outcomes_equal(run: Callable[..., Any], reference: Callable[..., Any]
 
 def test_not_a_sequence() -> None:
     with pytest.raises(TypeError, match="records must be a sequence"):
-        records_to_arrow_compiled(5, "c", "k")  # type: ignore[arg-type]
+        objects_to_arrow_compiled(5, "c", "k")  # type: ignore[arg-type]
 
 
 def test_without_the_compiled_module(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(changes, "_change_log_arrays", None)
     records = [random_record(random.Random(SEED + 3), large=False)]
-    assert records_to_arrow_compiled(records, "c", "k") is None
-    assert changes.records_to_arrow(records, "c", "k").equals(records_to_arrow_python(records, "c", "k"))
+    assert objects_to_arrow_compiled(records, "c", "k") is None
+    assert changes.objects_to_arrow(records, "c", "k").equals(objects_to_arrow_python(records, "c", "k"))
 
 
 # ---- flat rows (the data source's RowsToArrow) --------------------------------------------------------------

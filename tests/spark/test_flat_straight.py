@@ -2,7 +2,7 @@
 
 Two gaps of the compiled path are checked here, each against the object path it stands in for (decode to
 ``Row``/``Record`` objects, then the Python builders): versioned columns (``list<struct<timestamp, value>>``,
-every version newest first) in ``_arrow_speedups.flat_arrays`` and ``flat_from_rows`` (the batch data source),
+every version newest first) in ``_speedups.flat_arrays`` and ``flat_from_rows`` (the batch data source),
 and ``flat_from_records`` (tunnel records -> the streaming source's user-schema batch: each column's newest PUT
 value, the action). Random rows and records of every type (many versions, deletes, NULL and absent values,
 cells without a timestamp, equal timestamps, cells of another type), PERMISSIVE and FAILFAST, corrupt bytes,
@@ -28,9 +28,10 @@ from pyspark.sql.types import StringType, StructField, StructType
 from airflow_tablestore.client.model import ActionType, CellOp, Column, ColumnType, Record, Row, SequenceInfo
 from airflow_tablestore.client.plainbuffer.decode import decode_rows
 from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
-from airflow_tablestore.client.records import EncodedRecords
+from airflow_tablestore.client.plainbuffer.rows import Rows
+from airflow_tablestore.client.records import Records
 from airflow_tablestore.client.replica import TOMBSTONE_SUFFIX, is_tombstone
-from airflow_tablestore.spark import arrow
+from airflow_tablestore.spark import arrow, changes
 from airflow_tablestore.spark.arrow import CELL, CORRUPT, KEY, VERSIONS, OutputField, RowsToArrow
 from airflow_tablestore.spark.datasource.schema import SPARK_TYPES, arrow_schema, versions_type
 from airflow_tablestore.spark.stream.output import ACTION_COLUMN, ChangeOutput
@@ -211,13 +212,10 @@ def kept_rows(data: bytes, fence: str | None, drop_empty: bool, ignored: str | N
 
 def read_page(converter: RowsToArrow, data: bytes, fence: str | None, drop_empty: bool, ignored: str | None, *,
               straight: bool) -> pa.RecordBatch:
-    """A page as TablestoreReader.read takes it: straight from the bytes (``straight``) unless refused, else
-    decoded, filtered and built."""
+    """A page as TablestoreReader.read takes it (``straight``: RowsToArrow.page, from the bytes unless refused), or
+    decoded, filtered and built from the rows."""
     if straight:
-        batch = converter.batch_encoded(data, tombstone_fence=fence, tombstone_suffix=TOMBSTONE_SUFFIX,
-                                        drop_empty=drop_empty, ignored=ignored)
-        if batch is not None:
-            return batch
+        return converter.page(Rows(data), tombstone_fence=fence, drop_empty=drop_empty, ignored=ignored)
     return converter.batch(kept_rows(data, fence, drop_empty, ignored))
 
 
@@ -234,8 +232,8 @@ def test_versions_from_bytes_equal() -> None:
         for converter in (permissive, failfast):
             for fence, drop_empty, ignored in FILTERS:
                 expected = outcome(partial(read_page, converter, data, fence, drop_empty, ignored, straight=False))
-                got = converter.batch_encoded(data, tombstone_fence=fence, tombstone_suffix=TOMBSTONE_SUFFIX,
-                                              drop_empty=drop_empty, ignored=ignored)
+                got = converter.page_compiled(Rows(data), tombstone_fence=fence, drop_empty=drop_empty,
+                                              ignored=ignored)
                 if got is None:  # refused: only where the object path's compiled builder refuses too
                     if arrow_c is not None and COMPILED:
                         assert converter.batch_compiled(kept_rows(data, fence, drop_empty, ignored)) is None
@@ -269,7 +267,7 @@ def test_a_name_both_cell_and_versions_fills_the_cell_column() -> None:
     expected = converter.batch_python(rows)
     assert expected.column(1).to_pylist() == ["v0", "v1", "v2"] and expected.column(2).null_count == 3
     assert converter.batch(rows).equals(expected)
-    straight = converter.batch_encoded(encode_rows(rows))
+    straight = converter.page_compiled(Rows(encode_rows(rows)))
     assert straight is None or straight.equals(expected)
 
 
@@ -326,23 +324,30 @@ def change_records(rng: random.Random, n: int, cells: list[tuple[str, ColumnType
     return records
 
 
-def encoded_records(rng: random.Random, records: list[Record], origins: list[bytes] | None = None) -> EncodedRecords:
+def encoded_records(rng: random.Random, records: list[Record], origins: list[bytes] | None = None) -> Records:
     bodies = []
     for r in records:
         as_row = Row(r.primary_key, r.columns, False, r.sequence)
         nulls = any(c.value is None and c.op is CellOp.PUT for c in r.columns)
         bodies.append(H + pb_row(as_row) if nulls or rng.random() < 0.2 else encode_row(as_row))
-    return EncodedRecords.from_bodies(bodies, [int(r.action) for r in records], origins)
+    return Records.from_bodies(bodies, [int(r.action) for r in records], origins)
 
 
-def object_batches(output: ChangeOutput, enc: EncodedRecords) -> Any:
-    """ChangeOutput.batches of the records decoded (a fresh copy: nothing cached between the paths)."""
-    copy = EncodedRecords(enc.data, enc.spans, enc.actions, enc.origin_spans)
+_BATCHES = ChangeOutput.batches  # as defined (a test below wraps it)
+
+
+def object_batches(output: ChangeOutput, enc: Records) -> Any:
+    """ChangeOutput.batches of the records decoded and built from the objects: the straight paths switched off, on
+    a fresh copy (nothing cached between the paths)."""
+    copy = Records(enc.data, enc.spans, enc.actions, enc.origin_spans)
     copy._raw_actions = enc._raw_actions
-    return outcome(lambda: list(output.batches(copy.decode(), "ch", "chunk", 0)))
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(RowsToArrow, "changes_compiled", lambda self, *a, **k: None)
+        patched.setattr(changes, "_change_log_from_bodies", None)
+        return outcome(lambda: list(_BATCHES(output, copy, "ch", "chunk", 0)))
 
 
-def straight_batches(output: ChangeOutput, enc: EncodedRecords) -> Any:
+def straight_batches(output: ChangeOutput, enc: Records) -> Any:
     return outcome(lambda: list(output.batches(enc, "ch", "chunk", 0)))
 
 
@@ -360,9 +365,8 @@ def test_flat_changes_equal() -> None:
         for batch in got[1]:
             batch.validate(full=True)
         if arrow_c is not None and COMPILED:
-            assert output.takes_encoded
             assert output.flat is not None
-            assert output.flat.changes_encoded(enc) is not None
+            assert output.flat.changes_compiled(enc) is not None
             taken += 1
     assert taken == 80 or arrow_c is None or not COMPILED
 
@@ -378,7 +382,7 @@ def test_flat_changes_misfits_same_outcome() -> None:
                                                   misfits=0.1))
         assert same_outcome(straight_batches(output, enc), object_batches(output, enc))
         assert output.flat is not None
-        refused += output.flat.changes_encoded(enc) is None
+        refused += output.flat.changes_compiled(enc) is None
     assert refused > 10 or arrow_c is None or not COMPILED
 
 
@@ -389,7 +393,7 @@ def test_flat_changes_of_the_decoder_generator_same_outcome() -> None:
     for case in range(150):
         output, _, _ = flat_output(random.Random(case), corrupt=True, action=True, failfast=case % 2 == 0)
         rows = [random_row(rng) for _ in range(rng.randrange(1, 5))]
-        enc = EncodedRecords.from_bodies([encode_row(r) for r in rows], [rng.choice([1, 2, 3]) for _ in rows])
+        enc = Records.from_bodies([encode_row(r) for r in rows], [rng.choice([1, 2, 3]) for _ in rows])
         assert same_outcome(straight_batches(output, enc), object_batches(output, enc))
 
 
@@ -404,14 +408,14 @@ def test_corrupt_records_same_outcome() -> None:
     for bad in bad_bodies:
         at = rng.randrange(len(good) + 1)
         bodies = [*good.bodies[:at], bad, *good.bodies[at:]]
-        enc = EncodedRecords.from_bodies(bodies, [*good.actions[:at], 2, *good.actions[at:]])
+        enc = Records.from_bodies(bodies, [*good.actions[:at], 2, *good.actions[at:]])
         expected = object_batches(output, enc)
         assert same_outcome(straight_batches(output, enc), expected), bad
         if expected[0] == "error" and arrow_c is not None and COMPILED:
             assert output.flat is not None
-            assert output.flat.changes_encoded(enc, with_action=True) is None
+            assert output.flat.changes_compiled(enc, with_action=True) is None
     for actions in ([1, 7] + [1] * 10, [0] * 12, [1] * 11 + [300]):  # unknown action types
-        enc = EncodedRecords.from_bodies(good.bodies, actions)
+        enc = Records.from_bodies(good.bodies, actions)
         expected = object_batches(output, enc)
         assert expected[0] == "error" and straight_batches(output, enc) == expected
 
@@ -421,16 +425,16 @@ def test_origin_records_are_checked_not_used() -> None:
     output, cells, keys = flat_output(random.Random(6), corrupt=True, action=True, failfast=False)
     good = encoded_records(rng, change_records(rng, 6, cells, keys, nulls=False))
     origins = [good.bodies[-1], b"", good.bodies[0], b"", b"", b""]
-    enc = EncodedRecords.from_bodies(good.bodies, good.actions, origins)
+    enc = Records.from_bodies(good.bodies, good.actions, origins)
     assert enc.origin_spans is not None
     expected = object_batches(output, enc)
     assert expected[0] == "ok" and same_outcome(straight_batches(output, enc), expected)
     assert same_outcome(expected, object_batches(output, good))  # origins change nothing in the batch
     if arrow_c is not None and COMPILED:
         assert output.flat is not None
-        assert output.flat.changes_encoded(enc) is not None
+        assert output.flat.changes_compiled(enc) is not None
     for bad in [*corruptions(rng, good.bodies[2], 30), good.bodies[0] + good.bodies[1][4:], b"\x75\x00\x00\x00"]:
-        enc = EncodedRecords.from_bodies(good.bodies, good.actions, [b"", bad, b"", b"", b"", b""])
+        enc = Records.from_bodies(good.bodies, good.actions, [b"", bad, b"", b"", b"", b""])
         expected = object_batches(output, enc)
         assert same_outcome(straight_batches(output, enc), expected)
 
@@ -451,8 +455,8 @@ def test_versioned_user_schema_equal() -> None:
         expected = object_batches(output, enc)
         assert same_outcome(straight_batches(output, enc), expected)
         if arrow_c is not None and COMPILED:
-            assert output.takes_encoded and output.flat is not None
-            straight = output.flat.changes_encoded(enc)
+            assert output.flat is not None
+            straight = output.flat.changes_compiled(enc)
             assert straight is not None or misfits
             taken += straight is not None
     assert taken >= 45 or arrow_c is None or not COMPILED
@@ -498,26 +502,26 @@ def test_the_compiled_switch() -> None:
 def straight_counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How often the straight paths built a batch (and were refused)."""
     counts = {"rows": 0, "rows refused": 0, "changes": 0, "changes refused": 0}
-    batch_encoded, changes_encoded = RowsToArrow.batch_encoded, RowsToArrow.changes_encoded
+    page_compiled, changes_compiled = RowsToArrow.page_compiled, RowsToArrow.changes_compiled
 
     def counting_rows(self: RowsToArrow, *args: Any, **kwargs: Any) -> Any:
-        out = batch_encoded(self, *args, **kwargs)
+        out = page_compiled(self, *args, **kwargs)
         counts["rows" if out is not None else "rows refused"] += 1
         return out
 
     def counting_changes(self: RowsToArrow, *args: Any, **kwargs: Any) -> Any:
-        out = changes_encoded(self, *args, **kwargs)
+        out = changes_compiled(self, *args, **kwargs)
         counts["changes" if out is not None else "changes refused"] += 1
         return out
 
-    monkeypatch.setattr(RowsToArrow, "batch_encoded", counting_rows)
-    monkeypatch.setattr(RowsToArrow, "changes_encoded", counting_changes)
+    monkeypatch.setattr(RowsToArrow, "page_compiled", counting_rows)
+    monkeypatch.setattr(RowsToArrow, "changes_compiled", counting_changes)
     return counts
 
 
 def _without_straight_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(RowsToArrow, "batch_encoded", lambda self, *a, **k: None)
-    monkeypatch.setattr(RowsToArrow, "changes_encoded", lambda self, *a, **k: None)
+    monkeypatch.setattr(RowsToArrow, "page_compiled", lambda self, *a, **k: None)
+    monkeypatch.setattr(RowsToArrow, "changes_compiled", lambda self, *a, **k: None)
 
 
 def _read_all(reader: Any) -> list[dict[str, Any]]:
@@ -619,10 +623,9 @@ def test_a_user_schema_stream_read_is_the_decoded_one(client: Any, settings: Any
 
     def checking(self: ChangeOutput, records: Any, *args: Any) -> Iterator[pa.RecordBatch]:
         got = list(batches(self, records, *args))
-        if isinstance(records, EncodedRecords):
-            expected = object_batches(self, records)
-            assert expected[0] == "ok" and same_outcome(("ok", got), expected)
-            checked["batches"] += 1
+        expected = object_batches(self, records)
+        assert expected[0] == "ok" and same_outcome(("ok", got), expected)
+        checked["batches"] += 1
         yield from got
 
     monkeypatch.setattr(ChangeOutput, "batches", checking)
@@ -632,7 +635,6 @@ def test_a_user_schema_stream_read_is_the_decoded_one(client: Any, settings: Any
                          StructField("name", StringType()), StructField("score", SPARK_TYPES[ColumnType.DOUBLE]),
                          StructField(ACTION_COLUMN, StringType())])
     reader = TablestoreStreamReader(options, schema)
-    assert reader.output.takes_encoded == (arrow_c is not None and COMPILED)
     rows = _drain(reader)
     assert len(rows) == 300 + len(writes)
     assert sum(r["_action"] != "PUT_ROW" for r in rows) == sum(w.type.value != "PUT" for w in writes)

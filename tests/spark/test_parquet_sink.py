@@ -14,6 +14,7 @@ from airflow_tablestore.client.model import ActionType, Column, Record, Sequence
 from airflow_tablestore.spark.changes import arrow_to_records
 from airflow_tablestore.spark.sinks import parquet as parquet_sink
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
+from spark.test_arrow_straight import encoded  # the sink takes a ReadRecords answer: the records as bytes
 
 
 def _recs(start: int, n: int) -> list[Record]:
@@ -25,7 +26,7 @@ def _recs(start: int, n: int) -> list[Record]:
 
 def _round(sink: ParquetSink, channel: str, start: str, end: str, seq: int, records: list[Record]) -> int:
     writer = sink.open(channel, start, seq)
-    writer.write(records)
+    writer.write(encoded(records))
     return writer.close(end)
 
 
@@ -92,7 +93,7 @@ def test_empty_round_writes_nothing(tmp_path: Path) -> None:
 def test_abort_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parquet_sink, "ROW_GROUP_BYTES", 1)
     writer = ParquetSink(str(tmp_path)).open("ch", "t", 1)
-    writer.write(_recs(0, 3))
+    writer.write(encoded(_recs(0, 3)))
     assert list(tmp_path.rglob(".tmp-*"))
     writer.abort()
     assert not list(tmp_path.rglob("*.parquet"))
@@ -121,10 +122,10 @@ def test_records_stream_to_disk_in_row_groups(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(parquet_sink, "ROW_GROUP_BYTES", 1)  # every write fills a row group
     sink = ParquetSink(str(tmp_path))
     w = sink.open("ch", "token", 1)
-    w.write(_recs(0, 3))
+    w.write(encoded(_recs(0, 3)))
     hidden = [p for p in tmp_path.rglob(".tmp-*.parquet")]
     assert len(hidden) == 1 and not list(tmp_path.rglob("part-*.parquet"))  # invisible until published
-    w.write(_recs(3, 4))
+    w.write(encoded(_recs(3, 4)))
     assert w.close("next") == 7
     sink.publish("ch", "token", "next", 1)
     (final,) = list(tmp_path.rglob("part-*.parquet"))

@@ -1,9 +1,9 @@
 /*
  * The one compiled PlainBuffer parser: walks rows, verifies every CRC-8 and reports cells to a visitor.
  *
- * Shared by the compiled decoder (_speedups.c: its visitor builds Row/Column tuples) and the Arrow builders
- * (spark/_arrow_speedups.c: its visitor appends straight into Arrow buffers), so the format is parsed by one
- * piece of C. It knows no Python objects: a failure is a pb_error (kind plus offsets) that each includer turns
+ * Shared by the files of the one compiled extension, _speedups: the object decoder (_speedups.c: its visitor builds
+ * Row/Column tuples) and the Arrow builders (_arrow.c: its visitor appends straight into Arrow buffers), so the
+ * format is parsed by one piece of C. It knows no Python objects: a failure is a pb_error (kind plus offsets) that each includer turns
  * into what it needs (_speedups.c: decode.py's exception and message; the Arrow builders: "fall back to the
  * object path"). Checks happen in decode.py's order, and the visitor is called at the points where decode.py
  * would build a value, so a visitor's own failures (invalid UTF-8) come in decode.py's order too.
@@ -53,38 +53,28 @@ static const unsigned char SEQ_ONLY_PREFIX[9] = {0x18, 0x00, 0x00, 0x00, 0x0c, 0
 
 /* ---- CRC-8: polynomial 0x07, MSB first, init 0 ------------------------------------------------------ */
 
-static unsigned char crc_table[256];
-/* crc_power[k][x]: the table applied k + 1 times. The CRC is linear, so after 8 bytes b0..b7 from state s it is
+/* The tables live in _speedups.c (the module's init fills them once) and are shared by every file of the extension.
+ * pb_crc_power[k][x]: the table applied k + 1 times. The CRC is linear, so after 8 bytes b0..b7 from state s it is
  * T^8[s ^ b0] ^ T^7[b1] ^ ... ^ T^1[b7]: eight independent lookups instead of a chain of eight. */
-static unsigned char crc_power[8][256];
-
-static void build_crc_table(void) {
-    for (int i = 0; i < 256; i++) {
-        unsigned int crc = (unsigned int)i;
-        for (int bit = 0; bit < 8; bit++) {
-            crc = (crc & 0x80) ? ((crc << 1) ^ 0x07) & 0xFF : (crc << 1) & 0xFF;
-        }
-        crc_table[i] = (unsigned char)crc;
-    }
-    for (int i = 0; i < 256; i++) {
-        crc_power[0][i] = crc_table[i];
-    }
-    for (int k = 1; k < 8; k++) {
-        for (int i = 0; i < 256; i++) {
-            crc_power[k][i] = crc_table[crc_power[k - 1][i]];
-        }
-    }
-}
+/* Hidden: shared between the extension's files only, so they are reached directly, not through the GOT. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PB_SHARED __attribute__((visibility("hidden")))
+#else
+#define PB_SHARED
+#endif
+extern PB_SHARED unsigned char pb_crc_table[256];
+extern PB_SHARED unsigned char pb_crc_power[8][256];
+PB_SHARED void pb_build_crc_table(void);
 
 static inline unsigned int crc_fold(unsigned int crc, const unsigned char *p, Py_ssize_t len) {
     Py_ssize_t i = 0;
     for (; i + 8 <= len; i += 8) {
-        crc = crc_power[7][crc ^ p[i]] ^ crc_power[6][p[i + 1]] ^ crc_power[5][p[i + 2]] ^
-              crc_power[4][p[i + 3]] ^ crc_power[3][p[i + 4]] ^ crc_power[2][p[i + 5]] ^
-              crc_power[1][p[i + 6]] ^ crc_power[0][p[i + 7]];
+        crc = pb_crc_power[7][crc ^ p[i]] ^ pb_crc_power[6][p[i + 1]] ^ pb_crc_power[5][p[i + 2]] ^
+              pb_crc_power[4][p[i + 3]] ^ pb_crc_power[3][p[i + 4]] ^ pb_crc_power[2][p[i + 5]] ^
+              pb_crc_power[1][p[i + 6]] ^ pb_crc_power[0][p[i + 7]];
     }
     for (; i < len; i++) {
-        crc = crc_table[crc ^ p[i]];
+        crc = pb_crc_table[crc ^ p[i]];
     }
     return crc;
 }
@@ -342,7 +332,7 @@ PB_INLINE int pb_parse(const unsigned char *d, Py_ssize_t n, Py_ssize_t pos, con
                         NEED(pos);
                         tag = d[pos];
                     }
-                    crc = crc_table[crc ^ op_byte]; /* the op byte is checksummed after the timestamp */
+                    crc = pb_crc_table[crc ^ op_byte]; /* the op byte is checksummed after the timestamp */
                 }
                 if (tag != TAG_CELL_CHECKSUM) {
                     BAD_TAG(pos, "CELL_CHECKSUM (0x0a) or a cell field");
@@ -355,7 +345,7 @@ PB_INLINE int pb_parse(const unsigned char *d, Py_ssize_t n, Py_ssize_t pos, con
                     err->name_len = name_len;
                     FAIL_AT(PB_E_CELL_CRC, pos + 1);
                 }
-                row_crc = crc_table[row_crc ^ crc];
+                row_crc = pb_crc_table[row_crc ^ crc];
                 pos += 2;
                 VISIT(v->cell(ctx, in_pk, has_ts, ts, op));
                 NEED(pos);
@@ -372,12 +362,12 @@ PB_INLINE int pb_parse(const unsigned char *d, Py_ssize_t n, Py_ssize_t pos, con
         int deleted = 0;
         if (tag == TAG_DELETE_ROW_MARKER) {
             deleted = 1;
-            row_crc = crc_table[row_crc ^ 1];
+            row_crc = pb_crc_table[row_crc ^ 1];
             pos += 1;
             NEED(pos);
             tag = d[pos];
         } else {
-            row_crc = crc_table[row_crc];
+            row_crc = pb_crc_table[row_crc];
         }
         pb_sequence seq = {0, 0, 0, 0};
         if (tag == TAG_EXTENSION) {

@@ -1,5 +1,5 @@
 /*
- * Tunnel records kept in one buffer (client/records.py's EncodedRecords), as both C modules take them.
+ * Tunnel records kept in one buffer (client/records.py's Records), as both files of the extension take them.
  *
  * Record i's PlainBuffer body is data[start:end] for the i-th native int64 (start, end) pair of `spans` and its
  * action type is actions[i]; origin records are placed the same way by `origin_spans` (an empty span: none), which

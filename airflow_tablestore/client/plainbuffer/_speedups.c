@@ -1,5 +1,6 @@
 /*
- * The compiled PlainBuffer decoder: bytes -> Row tuples with every CRC-8 verified, and a CRC-8 of long inputs.
+ * The compiled PlainBuffer extension's module and its decoder: bytes -> Row tuples with every CRC-8 verified, and a
+ * CRC-8 of long inputs. The extension's other file, _arrow.c, adds the Arrow builders to this module at init.
  *
  * A drop-in for the pure-Python decoder of decode.py, written against the CPython C API only. It must give
  * exactly what decode.py gives: the same objects (Row, Column, SequenceInfo, CellOp members, sentinels, in the
@@ -8,7 +9,7 @@
  * specification. The model classes, the PlainBufferError class and the two error helpers of format.py
  * (bad_tag, check_header) are handed over once by setup() (see implementation.py), so this file imports nothing.
  *
- * The parsing itself is _parse.h (shared with the Arrow builders of spark/_arrow_speedups.c); this file is its
+ * The parsing itself is _parse.h (shared with the Arrow builders of _arrow.c); this file is its
  * object-building visitor and the translation of a parse failure into decode.py's exception. For the records of
  * the tunnel (client/records.py) it also scans sequence timestamps without building rows, and splits a
  * ReadRecords answer into the places of its records' bodies, so that no Python object is made per record.
@@ -20,6 +21,32 @@
 
 #include "_parse.h"
 #include "_records.h"
+
+/* ---- CRC-8 (_parse.h): polynomial 0x07, MSB first, init 0; the tables of every file of the extension ------ */
+
+PB_SHARED unsigned char pb_crc_table[256];
+PB_SHARED unsigned char pb_crc_power[8][256];
+
+PB_SHARED void pb_build_crc_table(void) {
+    for (int i = 0; i < 256; i++) {
+        unsigned int crc = (unsigned int)i;
+        for (int bit = 0; bit < 8; bit++) {
+            crc = (crc & 0x80) ? ((crc << 1) ^ 0x07) & 0xFF : (crc << 1) & 0xFF;
+        }
+        pb_crc_table[i] = (unsigned char)crc;
+    }
+    for (int i = 0; i < 256; i++) {
+        pb_crc_power[0][i] = pb_crc_table[i];
+    }
+    for (int k = 1; k < 8; k++) {
+        for (int i = 0; i < 256; i++) {
+            pb_crc_power[k][i] = pb_crc_table[pb_crc_power[k - 1][i]];
+        }
+    }
+}
+
+/* The Arrow builders' functions (_arrow.c), added to this module at init. */
+extern PB_SHARED PyMethodDef pb_arrow_methods[];
 
 /* ---- state handed over by setup() ------------------------------------------------------------------- */
 
@@ -948,7 +975,7 @@ static PyObject *record_row_in(const unsigned char *d, Py_ssize_t n) {
 }
 
 /* decode_records(data, spans, actions, origin_spans, record, members): the Record tuples of tunnel records kept in
-   one buffer (records.py's EncodedRecords: data[start:end] per int64 pair of spans; action types 1..3 picking
+   one buffer (records.py's Records: data[start:end] per int64 pair of spans; action types 1..3 picking
    members[action]; origin records by origin_spans, None, or an empty span for none), with the cyclic GC paused;
    what _decode in records.py makes from each body's decode_record. None when a record would not decode (or has
    another action): that loop then raises its exact error. */
@@ -1122,6 +1149,10 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__speedups(void) {
-    build_crc_table();
-    return PyModule_Create(&module_def);
+    pb_build_crc_table();
+    PyObject *module = PyModule_Create(&module_def);
+    if (module != NULL && PyModule_AddFunctions(module, pb_arrow_methods) < 0) {
+        Py_CLEAR(module);
+    }
+    return module;
 }

@@ -1,6 +1,8 @@
 """Which PlainBuffer decoder runs: the compiled extension (``_speedups``) when importable, else pure Python.
 
-The compiled module is built when the package is installed from source on a machine with a C compiler (and
+The one facade of the native code: ``_speedups`` (``_speedups.c``, ``_arrow.c`` over the headers ``_parse.h`` and
+``_records.h``) holds the compiled decoder and the Arrow builders the Spark modules use, and nothing imports it but
+this module. It is built when the package is installed from source on a machine with a C compiler (and
 ships in wheels); without it everything works the same, only slower. :data:`IMPLEMENTATION` says which path is
 in use (``"c"`` or ``"python"``) and the
 choice is logged once at debug level. The environment variable ``TABLESTORE_PLAINBUFFER`` steers it:
@@ -53,6 +55,7 @@ log.debug(
 def compiled_module() -> Any:
     """The compiled ``_speedups`` module, or ``None`` (not built, or ``TABLESTORE_PLAINBUFFER=python``).
 
-    Its functions are set up by :mod:`~airflow_tablestore.client.plainbuffer.decode` on import.
+    Its decoding functions are set up by :mod:`~airflow_tablestore.client.plainbuffer.decode` on import; its Arrow
+    builders return raw buffers that ``spark/arrow.py`` and ``spark/changes.py`` wrap in pyarrow arrays.
     """
     return _compiled

@@ -45,6 +45,7 @@ from airflow_tablestore.client.model import (
 )
 from airflow_tablestore.client.plainbuffer.decode import decode_rows
 from airflow_tablestore.client.plainbuffer.encode import encode_primary_key, encode_row
+from airflow_tablestore.client.plainbuffer.rows import Rows
 from airflow_tablestore.client.table.arguments import (
     ColumnsArg,
     PrimaryKeyArg,
@@ -429,32 +430,13 @@ class TableClient(BaseClient):
         max_versions: int | None = 1,
         time_range: TimeRange | None = None,
         column_filter: ColumnCondition | None = None,
-    ) -> tuple[list[Row], PrimaryKey | None]:
+    ) -> tuple[Rows, PrimaryKey | None]:
         """One page of rows from ``start`` (inclusive) to ``end`` (exclusive) and the next start key
-        (None when the range is exhausted). BACKWARD scans need ``start`` > ``end``."""
+        (None when the range is exhausted). BACKWARD scans need ``start`` > ``end``. The rows come as one
+        :class:`~airflow_tablestore.client.plainbuffer.rows.Rows` batch, decoded on first use."""
         data, next_raw = self._get_range(table, start, end, direction, limit, columns, max_versions, time_range,
                                          column_filter)
-        rows = decode_rows(data) if data else []
-        return rows, next_key(next_raw)
-
-    def get_range_encoded(
-        self,
-        table: str,
-        start: PrimaryKeyArg,
-        end: PrimaryKeyArg,
-        *,
-        direction: Direction = Direction.FORWARD,
-        limit: int | None = None,
-        columns: Iterable[str] | None = None,
-        max_versions: int | None = 1,
-        time_range: TimeRange | None = None,
-        column_filter: ColumnCondition | None = None,
-    ) -> tuple[bytes, PrimaryKey | None]:
-        """:meth:`get_range` with the page's rows left encoded: the PlainBuffer ``rows`` bytes (``b""`` for
-        none; ``decode_rows`` gives the rows) and the decoded next start key."""
-        data, next_raw = self._get_range(table, start, end, direction, limit, columns, max_versions, time_range,
-                                         column_filter)
-        return data, next_key(next_raw)
+        return Rows(data), next_key(next_raw)
 
     def _get_range(self, table: str, start: PrimaryKeyArg, end: PrimaryKeyArg, direction: Direction,
                    limit: int | None, columns: Iterable[str] | None, max_versions: int | None,

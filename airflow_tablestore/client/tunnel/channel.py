@@ -242,6 +242,7 @@ class ChannelConsumer:
         if not self._stop.is_set():
             try:
                 result = self._client.read_records(ctx.tunnel_id, ctx.client_id, ctx.channel_id, self._read_token)
+                result.records.decode()  # here, on the I/O side: a corrupt answer fails the read, not the processor
             except BaseException as exc:  # noqa: BLE001 - handed to the process side, which closes the channel
                 error = exc
         with self._lock:
@@ -348,7 +349,7 @@ class ChannelConsumer:
         assert self._processor is not None
         ctx = self.context._replace(start_token=start_token, next_token=batch.next_token)
         try:
-            self._processor.process(batch.records, ctx)
+            self._processor.process(batch.records.decode(), ctx)  # decoded on read: the list as it was made
         except BaseException:
             self._processor_failed = True  # user code: never mistaken for a tunnel (fatal) error
             raise

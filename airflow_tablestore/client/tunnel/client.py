@@ -33,10 +33,10 @@ from airflow_tablestore.client.model import (
     TunnelStage,
     TunnelType,
 )
-from airflow_tablestore.client.records import EncodedRecords, decode_records, split_read_records
+from airflow_tablestore.client.records import Records, split_read_records
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.transport import RawResponse
-from airflow_tablestore.client.tunnel.reads import FINISHED, EncodedReadResult, ReadResult
+from airflow_tablestore.client.tunnel.reads import FINISHED, ReadResult
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
 tunnel_pb2: Any = _tunnel_pb2  # generated module without stubs
@@ -241,27 +241,18 @@ class TunnelClient(BaseClient):
         return str(resp.checkpoint), int(resp.sequence_number)
 
     def read_records(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> ReadResult:
-        """Read the records after ``token``. Never call it with :data:`FINISHED`."""
-        raw = self._read(tunnel_id, client_id, channel_id, token)
-        split = split_read_records(raw.body)  # in C: no protobuf message per record
-        if split is not None:
-            records, next_token, may_more = split
-            return ReadResult(records.decode(), next_token, may_more, len(raw.body))
-        resp = self._transport.parse(_READ_PATH, raw, tunnel_pb2.ReadRecordsResponse)
-        return ReadResult(decode_records(resp.records), resp.next_token, _may_more(resp), len(raw.body))
+        """Read the records after ``token``. Never call it with :data:`FINISHED`.
 
-    def read_records_encoded(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> EncodedReadResult:
-        """:meth:`read_records` with the records left encoded (:class:`EncodedRecords`: decoded on demand, or
-        turned straight into Arrow by the Spark readers). Where the compiled module is in use they stay in the
-        answer's bytes, split in C."""
+        The records come as one :class:`~airflow_tablestore.client.records.Records` batch: decoded on first use
+        (iterating, indexing, ``decode()``), or turned straight into Arrow by the Spark readers. Where the compiled
+        module is in use they stay in the answer's bytes, split in C (no protobuf message per record)."""
         raw = self._read(tunnel_id, client_id, channel_id, token)
         split = split_read_records(raw.body)
         if split is not None:
             records, next_token, may_more = split
-            return EncodedReadResult(records, next_token, may_more, len(raw.body))
+            return ReadResult(records, next_token, may_more, len(raw.body))
         resp = self._transport.parse(_READ_PATH, raw, tunnel_pb2.ReadRecordsResponse)
-        return EncodedReadResult(EncodedRecords.from_messages(resp.records), resp.next_token, _may_more(resp),
-                                 len(raw.body))
+        return ReadResult(Records.from_messages(resp.records), resp.next_token, _may_more(resp), len(raw.body))
 
     def _read(self, tunnel_id: str, client_id: str, channel_id: str, token: str) -> RawResponse:
         """One ReadRecords call's verified answer."""

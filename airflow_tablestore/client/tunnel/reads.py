@@ -5,8 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any, NamedTuple
 
-from airflow_tablestore.client.model import Record
-from airflow_tablestore.client.records import EncodedRecords
+from airflow_tablestore.client.records import Records
 from airflow_tablestore.protocol import ots_tunnel_pb2 as _tunnel_pb2
 
 tunnel_pb2: Any = _tunnel_pb2  # generated module without stubs
@@ -15,19 +14,11 @@ FINISHED = "finished"
 """The token that marks a fully consumed channel (``next_token``, checkpoint and GetCheckpoint answer)."""
 
 class ReadResult(NamedTuple):
-    """One ReadRecords answer. ``may_more`` is the server's ``may_more_record`` hint (None when it sent none);
+    """One ReadRecords answer: its records (:class:`~airflow_tablestore.client.records.Records`, decoded on first use
+    or turned straight into Arrow). ``may_more`` is the server's ``may_more_record`` hint (None when it sent none);
     ``size_bytes`` is the serialized response size (both feed the SDKs' "enough data" rule)."""
 
-    records: list[Record]
-    next_token: str
-    may_more: bool | None
-    size_bytes: int
-
-
-class EncodedReadResult(NamedTuple):
-    """:class:`ReadResult` with the records kept encoded (``TunnelClient.read_records_encoded``)."""
-
-    records: EncodedRecords
+    records: Records
     next_token: str
     may_more: bool | None
     size_bytes: int
@@ -37,7 +28,7 @@ ENOUGH_RECORDS = 500
 ENOUGH_BYTES = 900 * 1024
 
 
-def enough_data(result: ReadResult | EncodedReadResult) -> bool:
+def enough_data(result: ReadResult) -> bool:
     """The SDKs' rule: ``may_more_record`` when the server sends it, else > 500 records or > 900 KiB.
 
     A stream channel whose read was not "enough" has caught up with the log: wait before reading again."""

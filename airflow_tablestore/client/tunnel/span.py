@@ -10,9 +10,9 @@ known only after the read (:class:`SpanEnd`); a token can stand for several equa
 more records arrive at the head, ``(next, 0)`` after), all of which begin the same next span.
 
 The Spark streaming source plans spans on the driver and reads them on the executors
-(:mod:`airflow_tablestore.spark.stream`). With ``encoded=True`` a read yields
-:class:`~airflow_tablestore.client.records.EncodedRecords` (not decoded; sequence timestamps read in C where the
-compiled decoder is in use) for readers that build Arrow straight from the bytes.
+(:mod:`airflow_tablestore.spark.stream`). A read yields :class:`~airflow_tablestore.client.records.Records`
+batches: every answer is checked as it arrives and its sequence timestamps are read without decoding it (in C
+where the compiled decoder is in use), so readers that build Arrow straight from the bytes never decode a record.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_tablestore.client.records import Records
 from airflow_tablestore.client.tunnel.reads import FINISHED, enough_data
 
 
@@ -110,14 +111,10 @@ class SpanRead:
 
     ``whole_answers``: never stop inside an answer — ``limit``, ``until_us`` and ``max_bytes`` end the read
     *after* the answer that reaches them, so the end is always a token (``skip`` 0), which is what a checkpoint
-    can hold (the replication consumer's rounds). Such a read is not repeatable at the head of a stream.
-
-    ``encoded``: yield :class:`~airflow_tablestore.client.records.EncodedRecords` instead of decoded records
-    (the same records, the same errors at the same point: every answer is checked as it arrives)."""
+    can hold (the replication consumer's rounds). Such a read is not repeatable at the head of a stream."""
 
     def __init__(self, client: Any, tunnel_id: str, client_id: str, channel_id: str, span: Span, *,
-                 whole_answers: bool = False, max_bytes: int | None = None, settle_us: int = 0,
-                 encoded: bool = False) -> None:
+                 whole_answers: bool = False, max_bytes: int | None = None, settle_us: int = 0) -> None:
         self.client = client
         self.settle_us = settle_us
         self.tunnel_id = tunnel_id
@@ -126,13 +123,12 @@ class SpanRead:
         self.span = span
         self.whole_answers = whole_answers
         self.max_bytes = max_bytes
-        self.encoded = encoded
         self.end: SpanEnd | None = None
         self.reads = 0
         self.bytes = 0
 
-    def __iter__(self) -> Iterator[Any]:
-        """Each answer's usable records: ``list[Record]``, or ``EncodedRecords`` with ``encoded``."""
+    def __iter__(self) -> Iterator[Records]:
+        """Each answer's usable records, as a slice of the answer's :class:`Records` (not decoded)."""
         span = self.span
         token, skip = span.start.token, span.start.skip
         taken = 0
@@ -146,14 +142,9 @@ class SpanRead:
             if wait_us > 0:
                 time.sleep(wait_us / 1e6)
         while True:
-            first: int | None = None
-            if self.encoded:
-                result: Any = self.client.read_records_encoded(self.tunnel_id, self.client_id, self.channel_id,
-                                                               token)
-                # checks the whole answer (raising as read_records would, before it counts) without decoding it
-                first, _ = result.records.scan(until, min(skip, len(result.records)))
-            else:
-                result = self.client.read_records(self.tunnel_id, self.client_id, self.channel_id, token)
+            result = self.client.read_records(self.tunnel_id, self.client_id, self.channel_id, token)
+            # checks the whole answer (raising as decoding it would, before it counts) without decoding it
+            first, _ = result.records.scan(until, min(skip, len(result.records)))
             self.reads += 1
             self.bytes += result.size_bytes
             records = result.records
@@ -162,15 +153,8 @@ class SpanRead:
             skip -= skipped_here  # > 0 only when this answer was shorter than an earlier one at the same token
             cut = len(usable)
             reached = False
-            if first is not None:
-                if first < len(records):
-                    cut, reached = first - skipped_here, True
-            elif until is not None:
-                for i, record in enumerate(usable):
-                    seq = record.sequence
-                    if seq is not None and seq.timestamp >= until:
-                        cut, reached = i, True
-                        break
+            if first < len(records):
+                cut, reached = first - skipped_here, True
             if self.whole_answers:
                 cut = len(usable)
             elif taken + cut > span.limit:

@@ -17,7 +17,6 @@ from typing import Any
 import pyarrow as pa
 
 from airflow_tablestore.client.errors import is_transient
-from airflow_tablestore.client.records import EncodedRecords
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.tunnel.reads import FINISHED
 from airflow_tablestore.client.tunnel.span import Position, Span, SpanEnd, SpanRead
@@ -87,9 +86,8 @@ def _read_into(client: Any, plan: RoundPlan, task: ChannelTask, writer: ChannelW
     of the log; returns (token, records, bytes, reads, newest sequence timestamp, read seconds, sink seconds,
     where and why the span ended)."""
     span = Span(Position(task.start_token), plan.max_records, plan.cutoff_us, task.stream)
-    encoded = bool(getattr(plan.sink, "takes_encoded", False))  # the Parquet change log: Arrow from the bytes
     read = SpanRead(client, plan.tunnel_id, plan.client_id, task.channel_id, span, whole_answers=True,
-                    max_bytes=plan.max_bytes, encoded=encoded)
+                    max_bytes=plan.max_bytes)
     answers = iter(read)
     count = 0
     read_s = sink_s = 0.0
@@ -104,15 +102,9 @@ def _read_into(client: Any, plan: RoundPlan, task: ChannelTask, writer: ChannelW
         writer.write(records)
         sink_s += time.perf_counter() - t1
         count += len(records)
-        if isinstance(records, EncodedRecords):
-            _, newest = records.scan()
-            if newest is not None and (max_ts is None or newest > max_ts):
-                max_ts = newest
-            continue
-        for record in records:
-            seq = record.sequence
-            if seq is not None and (max_ts is None or seq.timestamp > max_ts):
-                max_ts = seq.timestamp
+        _, newest = records.scan()  # without decoding (in C), or from the records the sink decoded
+        if newest is not None and (max_ts is None or newest > max_ts):
+            max_ts = newest
     end = read.end
     assert end is not None
     return end.position.token, count, read.bytes, read.reads, max_ts, read_s, sink_s, end

@@ -9,10 +9,11 @@ schema's columns, ``max_versions``, the time range and the pushed column filter 
 each page as one Arrow record batch built by the shared core (:class:`~airflow_tablestore.spark.arrow.RowsToArrow`).
 Tombstones of a replica (rows that are only a deleted-marked fence) are skipped unless
 ``show_replication_columns``. With a time range, a row is returned only if a column of the schema (any column,
-if the schema has only key columns; never the hidden fence) has a cell in the range. Where the compiled modules
-are in use, a page goes from GetRange's PlainBuffer bytes straight to its batch, versioned columns included
-(:meth:`~airflow_tablestore.spark.arrow.RowsToArrow.batch_encoded`, those two filters included); anything that
-path leaves out is decoded and converted as before.
+if the schema has only key columns; never the hidden fence) has a cell in the range. Each page
+(:class:`~airflow_tablestore.client.plainbuffer.rows.Rows`) becomes its batch through
+:meth:`~airflow_tablestore.spark.arrow.RowsToArrow.page`, those two filters included: straight from GetRange's
+PlainBuffer bytes where the compiled module is in use, versioned columns included; anything that path leaves out
+is decoded and converted from the rows.
 
 :class:`TablestorePushdownReader` adds ``pushFilters``. PySpark refuses to plan a read with a reader that
 implements it while ``spark.sql.python.filterPushdown.enabled`` is false (its default), so the data source
@@ -28,9 +29,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
-from airflow_tablestore.client.model import ColumnCondition, PrimaryKeyColumn, Row, TableSchema
-from airflow_tablestore.client.plainbuffer.decode import decode_rows
-from airflow_tablestore.client.replica import TOMBSTONE_SUFFIX, is_tombstone
+from airflow_tablestore.client.model import ColumnCondition, PrimaryKeyColumn, TableSchema
 from airflow_tablestore.spark.arrow import CELL, VERSIONS, RowsToArrow
 from airflow_tablestore.spark.datasource.options import SourceOptions
 from airflow_tablestore.spark.datasource.pushdown import KeyRange, intersect, plan_pushdown
@@ -106,7 +105,7 @@ class TablestoreReader(DataSourceReader):
             self.columns_to_get: tuple[str, ...] = (self.primary_key[0].name, *wanted, *hidden)
         else:
             # with a time range, only rows with a cell of a read column in the range: no key column (the
-            # server leaves the other rows out) and without_empty() drops rows holding only the hidden fence;
+            # server leaves the other rows out) and RowsToArrow.page(drop_empty) drops rows holding only the hidden fence;
             # a schema of key columns only reads all columns (rows with any cell in the range)
             self.columns_to_get = (*wanted, *hidden) if wanted else ()
         versioned = any(f.source == VERSIONS for f in self.fields)
@@ -148,50 +147,18 @@ class TablestoreReader(DataSourceReader):
             for start, end in ranges:
                 cursor: Any = start
                 while cursor is not None:
-                    data, cursor = client.get_range_encoded(
+                    rows, cursor = client.get_range(
                         self.options.table, cursor, end, limit=self.options.page_rows,
                         columns=self.columns_to_get, max_versions=self.max_versions,
                         time_range=self.options.time_range, column_filter=self.column_filter)
-                    batch = self.straight_batch(converter, data) if converter.takes_encoded else None
-                    if batch is not None:
-                        if batch.num_rows:
-                            yield batch
-                        continue
-                    rows = decode_rows(data) if data else []
-                    if self.hide_tombstones:
-                        rows = self.without_tombstones(rows)
-                    if self.options.time_range is not None:
-                        rows = self.without_empty(rows)
-                    if rows:
-                        yield converter.batch(rows)
+                    # straight from the page's bytes where the compiled module is in use
+                    batch = converter.page(
+                        rows, tombstone_fence=self.options.fence_column if self.hide_tombstones else None,
+                        drop_empty=self.options.time_range is not None, ignored=self.hidden_fence)
+                    if batch.num_rows:
+                        yield batch
         finally:
             client.close()
-
-    def straight_batch(self, converter: RowsToArrow, data: bytes) -> pa.RecordBatch | None:
-        """A page's batch built from its bytes with the filters of :meth:`without_tombstones` and
-        :meth:`without_empty`, or None where that path does not apply."""
-        return converter.batch_encoded(
-            data, tombstone_fence=self.options.fence_column if self.hide_tombstones else None,
-            tombstone_suffix=TOMBSTONE_SUFFIX, drop_empty=self.options.time_range is not None,
-            ignored=self.hidden_fence)
-
-    def without_tombstones(self, rows: list[Row]) -> list[Row]:
-        """``rows`` less the tombstones of deleted rows (rows that are only a deleted-marked fence)."""
-        fence = self.options.fence_column
-        kept = []
-        for row in rows:
-            columns = row.columns
-            # columns come sorted by name: only a row of fence cells alone can be a tombstone
-            if columns and columns[0].name == fence and columns[-1].name == fence and is_tombstone(columns, fence):
-                continue
-            kept.append(row)
-        return kept
-
-    def without_empty(self, rows: list[Row]) -> list[Row]:
-        """``rows`` less those with no cell in the time range other than the hidden fence: a time-range read
-        returns only rows that have a cell of a read column in the range."""
-        fence = self.hidden_fence
-        return [row for row in rows if any(c.name != fence for c in row.columns)]
 
 
 class TablestorePushdownReader(TablestoreReader):

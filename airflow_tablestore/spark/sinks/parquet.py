@@ -12,9 +12,9 @@ files a stale driver, a replay or a crash may leave, exactly one can match the s
 publishes that one and deletes those with a sequence at or below it. Two published files therefore never
 hold the same change, and no file is published for a round whose checkpoint did not land.
 
-The sink takes a round's records encoded (:attr:`ParquetSink.takes_encoded`): each answer becomes its change-log
-table straight from the PlainBuffer bytes (``encoded_records_to_arrow``) and is split by commit time on the
-table's ``sequence_timestamp_us`` column, with no record object.
+Each answer's :class:`~airflow_tablestore.client.records.Records` becomes its change-log table straight from the
+PlainBuffer bytes (``records_to_arrow``, in C where the compiled module is in use) and is split by commit time on
+the table's ``sequence_timestamp_us`` column, with no record object.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import unquote
@@ -46,9 +45,8 @@ from airflow_tablestore.client.changelog import (
     staging_dir,
 )
 from airflow_tablestore.client.errors import TablestoreClientError
-from airflow_tablestore.client.model import Record
-from airflow_tablestore.client.records import EncodedRecords
-from airflow_tablestore.spark.changes import CHANGE_SCHEMA, encoded_records_to_arrow, records_to_arrow
+from airflow_tablestore.client.records import Records
+from airflow_tablestore.spark.changes import CHANGE_SCHEMA, records_to_arrow
 
 log = logging.getLogger(__name__)
 
@@ -119,16 +117,11 @@ class _ParquetWriter:
             part = self._parts[partition] = _PartWriter(self._filesystem, self._directory)
         return part
 
-    def write(self, records: Sequence[Record] | EncodedRecords) -> None:
+    def write(self, records: Records) -> None:
         if not records:
             return
         try:
-            if isinstance(records, EncodedRecords):
-                whole = encoded_records_to_arrow(records, self._channel_id, self._chunk, self._count)
-                tables = self._split_table(whole)
-            else:
-                tables = [(partition, records_to_arrow(group, self._channel_id, self._chunk, self._count + done))
-                          for partition, group, done in self._split_counted(records)]
+            tables = self._split_table(records_to_arrow(records, self._channel_id, self._chunk, self._count))
             for partition, table in tables:
                 self._count += table.num_rows
                 part = self._part(partition)
@@ -140,16 +133,9 @@ class _ParquetWriter:
             self.abort()
             raise
 
-    def _split_counted(self, records: Sequence[Record]) -> list[tuple[str, Sequence[Record], int]]:
-        """:meth:`_split`, each run with the number of records before it."""
-        out, done = [], 0
-        for partition, group in self._split(records):
-            out.append((partition, group, done))
-            done += len(group)
-        return out
-
     def _split_table(self, table: pa.Table) -> list[tuple[str, pa.Table]]:
-        """:meth:`_split` of a change-log table: consecutive runs of rows by partition, from its sequence column."""
+        """Consecutive runs of a change-log table's rows by partition, from its sequence column (in order:
+        record_index stays the position in the round)."""
         if self._partition_by == "none":
             return [(NO_PARTITION, table)]
         stamps = table.column("sequence_timestamp_us")
@@ -160,19 +146,6 @@ class _ParquetWriter:
         ends = [*starts[1:], table.num_rows]
         return [(partition_of(stamps[a].as_py(), self._partition_by), table.slice(a, b - a))
                 for a, b in zip(starts, ends, strict=True)]
-
-    def _split(self, records: Sequence[Record]) -> list[tuple[str, Sequence[Record]]]:
-        """Consecutive runs of records by partition (in order: record_index stays the position in the round)."""
-        if self._partition_by == "none":
-            return [(NO_PARTITION, records)]
-        runs: list[tuple[str, list[Record]]] = []
-        for record in records:
-            partition = partition_of(record.sequence.timestamp if record.sequence else None, self._partition_by)
-            if runs and runs[-1][0] == partition:
-                runs[-1][1].append(record)
-            else:
-                runs.append((partition, [record]))
-        return list(runs)
 
     def abort(self) -> None:
         for part in self._parts.values():
@@ -197,8 +170,6 @@ class ParquetSink:
 
     path: str
     partition_by: str = "none"
-    takes_encoded: ClassVar[bool] = True
-    """Its writers take each answer as EncodedRecords (the change log is built from the bytes)."""
 
     def describe(self) -> str:
         how = "" if self.partition_by == "none" else f", partitioned by commit {self.partition_by}"

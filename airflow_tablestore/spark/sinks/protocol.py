@@ -18,10 +18,9 @@ driver that takes channels over:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol
 
-from airflow_tablestore.client.model import Record
+from airflow_tablestore.client.records import Records
 
 
 class ChannelWriter(Protocol):
@@ -30,9 +29,9 @@ class ChannelWriter(Protocol):
     refused: int
     """Writes the sink refused because the destination already held newer state (fenced sinks)."""
 
-    def write(self, records: Sequence[Record]) -> None:
-        """Write the next records; where the sink says ``takes_encoded``, they come as one
-        :class:`~airflow_tablestore.client.records.EncodedRecords` per answer instead."""
+    def write(self, records: Records) -> None:
+        """Write the next records: one answer's :class:`~airflow_tablestore.client.records.Records` (iterate it
+        for decoded records, or build Arrow straight from it)."""
         ...
 
     def close(self, end_token: str) -> int:

@@ -176,7 +176,7 @@ class StreamPlanner:
                         "reading it on the driver", key, channel_id)
             self._wait_owned([channel_id])
             end = drain(SpanRead(self.client, self.tunnel_id, self._session().client_id, channel_id, span,
-                                 settle_us=self.options.settle_ms * 1000, encoded=True))  # records not kept
+                                 settle_us=self.options.settle_ms * 1000))  # records not kept
             self.store.put_end(self.tunnel_id, key, end)
         self._ends[key] = end
         return end

@@ -17,7 +17,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from airflow_tablestore.client.records import EncodedRecords
+from airflow_tablestore.client.records import Records
 from airflow_tablestore.client.tunnel.span import Span, SpanRead
 from airflow_tablestore.spark.datasource.options import SourceOptions
 from airflow_tablestore.spark.stream.output import ChangeOutput
@@ -97,32 +97,24 @@ def read_span_partition(partition: SpanPartition) -> Iterator[pa.RecordBatch]:
     client = settings.tunnel_client()
     store = PositionStore(settings, partition.options.positions_table)
     try:
-        encoded = partition.output.takes_encoded  # batches straight from the records' bytes
         read = SpanRead(client, partition.tunnel_id, partition.client_id, partition.channel_id, span,
-                        settle_us=partition.options.settle_ms * 1000, encoded=encoded)
+                        settle_us=partition.options.settle_ms * 1000)
         chunk = span.key(partition.channel_id)
-        buffer: list[Any] = []  # records, or EncodedRecords answers
+        buffer: list[Records] = []  # answers, joined into one batch's input (built straight from their bytes)
         held = 0
         index = 0
         for records in read:
-            if encoded:
-                buffer.append(records)
-            else:
-                buffer.extend(records)
+            buffer.append(records)
             held += len(records)
             if held >= BATCH_ROWS:
-                yield from partition.output.batches(_joined(buffer, encoded), partition.channel_id, chunk, index)
+                yield from partition.output.batches(Records.concat(buffer), partition.channel_id, chunk, index)
                 index += held
                 buffer, held = [], 0
         if buffer:
-            yield from partition.output.batches(_joined(buffer, encoded), partition.channel_id, chunk, index)
+            yield from partition.output.batches(Records.concat(buffer), partition.channel_id, chunk, index)
         assert read.end is not None
         store.put_end(partition.tunnel_id, chunk, read.end)
     finally:
         store.close()
         client.close()
 
-
-def _joined(buffer: list[Any], encoded: bool) -> Any:
-    """The buffered records as one batch's input: the list itself, or the EncodedRecords answers joined."""
-    return EncodedRecords.concat(buffer) if encoded else buffer

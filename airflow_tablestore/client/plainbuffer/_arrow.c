@@ -1,20 +1,20 @@
 /*
- * Arrow column buffers filled in C: the leaf buffers of the change log (changes.py's records_to_arrow) and of a
- * flat table (arrow.py's RowsToArrow), without a Python object per row or cell, from decoded records or straight
- * from the PlainBuffer bytes (through the shared parser, client/plainbuffer/_parse.h: no record decoded at all).
+ * Arrow column buffers filled in C: the leaf buffers of the change log (spark/changes.py's records_to_arrow) and of
+ * a flat table (spark/arrow.py's RowsToArrow), without a Python object per row or cell, from decoded records or
+ * straight from the PlainBuffer bytes (through the one parser, _parse.h: no record decoded at all).
  *
- * Optional, like the PlainBuffer decoder it follows (client/plainbuffer/_speedups.c): built when a C compiler is
- * there, used when that decoder is (arrow.py's compiled_arrow()). Each function returns None for any input the
- * Python builders treat specially, so they run then and behave as before, errors included. This file knows only
- * the CPython C API: the spark/ modules turn the buffers into pyarrow arrays.
+ * Part of the one compiled extension, _speedups (its init adds pb_arrow_methods to the module): built when a C
+ * compiler is there, used when the compiled decoder is (implementation.py). Each function returns None for any
+ * input the Python builders treat specially, so they run then and behave as before, errors included. This file
+ * knows only the CPython C API (no pyarrow): spark/ turns the buffers into pyarrow arrays.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "../client/plainbuffer/_parse.h"
-#include "../client/plainbuffer/_records.h"
+#include "_parse.h"
+#include "_records.h"
 
 /* ---- records -> Arrow change-log columns ----------------------------------------------------------------- */
 /* change_log_arrays(records, action_names, op_names): the leaf buffers of spark/changes.py's change-log table,
@@ -1035,7 +1035,7 @@ typedef struct {
     int64_t *held_ts; /* records: the held value's timestamp (none counts as 0) */
     pb_value *pk;     /* this row's key values */
     Py_ssize_t pk_len, pk_cap;
-    /* which rows to leave out (TablestoreReader.without_tombstones / without_empty) */
+    /* which rows to leave out (what RowsToArrow.page's Python path leaves out) */
     const char *fence;
     Py_ssize_t fence_len;
     const char *suffix;
@@ -1511,7 +1511,8 @@ done:
 
 #undef TRY
 
-static PyMethodDef methods[] = {
+/* Added to the _speedups module by its init (_speedups.c). */
+PB_SHARED PyMethodDef pb_arrow_methods[] = {
     {"change_log_arrays", py_change_log_arrays, METH_VARARGS,
      "change_log_arrays(records, action_names, op_names): the change log's Arrow leaf buffers (changes.py), "
      "or None when the records hold values only the Python path handles."},
@@ -1531,21 +1532,3 @@ static PyMethodDef methods[] = {
      "records (each key, each cell column's newest PUT value), or None: decode them instead."},
     {NULL, NULL, 0, NULL},
 };
-
-static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT,
-    "_arrow_speedups",
-    "Arrow buffers filled in C from decoded records (optional; the builders of changes.py and arrow.py are the "
-    "pure-Python equivalent).",
-    -1,
-    methods,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
-};
-
-PyMODINIT_FUNC PyInit__arrow_speedups(void) {
-    build_crc_table();
-    return PyModule_Create(&module_def);
-}
