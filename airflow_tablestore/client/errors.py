@@ -58,6 +58,10 @@ class TablestoreClientError(TablestoreError):
                  request_id: str | None = None) -> None:
         super().__init__(code, message, http_status, request_id)
 
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        # its arguments come message first (a client error's code is usually the default)
+        return (type(self), (self.message, self.code, self.http_status, self.request_id))
+
 
 class PlainBufferError(TablestoreClientError):
     """PlainBuffer bytes that are truncated, malformed or fail a CRC-8 check."""

@@ -106,6 +106,13 @@ def test_errors_are_picklable(table_client: TableClient) -> None:
         404,
         info.value.request_id,
     )
+    # client-side errors too (their message comes first): a network error, a lost tunnel session
+    from airflow_tablestore.client.errors import TablestoreNetworkError
+    from airflow_tablestore.client.tunnel.session import SessionLostError
+
+    for error in (TablestoreNetworkError("connection refused"), SessionLostError("client c-1 lost")):
+        clone = pickle.loads(pickle.dumps(error))
+        assert type(clone) is type(error) and (clone.code, clone.message) == (error.code, error.message)
 
 
 # ---- names, schema and limits ---------------------------------------------------------------------

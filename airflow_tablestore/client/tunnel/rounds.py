@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from airflow_tablestore.client.errors import TablestoreError
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel.client import Channel, TunnelClient
 from airflow_tablestore.client.tunnel.session import (
@@ -75,9 +76,12 @@ class RoundSession:
             except SessionLostError as exc:
                 log.error("%s", exc)
                 return
-            except Exception as exc:  # noqa: BLE001 - fatal (kept by the session) or a bug: stop beating
-                self.tunnel.mark_lost(exc)
+            except TablestoreError as exc:  # fatal: kept by the session, raised again by its check()
                 log.error("tunnel heartbeat stopped: %s", exc)
+                return
+            except Exception as exc:  # noqa: BLE001 - a bug: the session can no longer be trusted
+                self.tunnel.mark_lost(exc)
+                log.exception("tunnel heartbeat failed")
                 return
 
     def heartbeat(self) -> dict[str, Channel]:

@@ -3,8 +3,12 @@ on rebalance, TERMINATED reports, checkpoint sequence handling, lost and fatal h
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import pytest
+
+from airflow_tablestore.client.errors import InvalidParameterError
 from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
 from airflow_tablestore.client.tunnel.rounds import RoundSession
@@ -106,3 +110,22 @@ def test_a_checkpoint_that_fails_with_a_5xx_is_retried(tablestore_emulator: Any,
         finally:
             tablestore_emulator.control.clear_faults()
         assert session.tunnel.get_checkpoint(channel) == (next_token, seq + 1)
+
+
+def test_a_fatal_heartbeat_in_the_background_fails_the_next_check(tablestore_client: Any,
+                                                                   tablestore_tunnel_client: TunnelClient,
+                                                                   unique: Any) -> None:
+    """The tunnel deleted under a running driver: the background heartbeat stops on the typed error, and the
+    driver's next check raises it (the run fails at once instead of reconnecting until the client timeout)."""
+    src, name, tunnel_id = _tunnel(tablestore_client, tablestore_tunnel_client, unique, rows=300)
+    session = RoundSession(tablestore_tunnel_client, tunnel_id, heartbeat_interval=0.1, client_timeout=120).start()
+    try:
+        tablestore_tunnel_client.delete_tunnel(src, name)
+        deadline = time.monotonic() + 60
+        while session.tunnel.fatal is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with pytest.raises(InvalidParameterError):
+            session.tunnel.check()
+        assert not session.tunnel.lost  # fatal, not lost: no reconnect is tried
+    finally:
+        session.close()
