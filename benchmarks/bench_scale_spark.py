@@ -35,7 +35,7 @@ from airflow_tablestore.client.model import Column, RowWrite, StreamSpec, Tunnel
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.consumer import application_path
+from airflow_tablestore.spark.consumer.job import application_path
 from benchmarks.common import load_user_rows
 from benchmarks.processes import TreeSampler, process_cpu_s
 

@@ -43,7 +43,6 @@ from airflow_tablestore.client.model import (
     TableSchema,
     TimeRange,
 )
-from airflow_tablestore.client.plainbuffer.decode import decode_rows
 from airflow_tablestore.client.plainbuffer.encode import encode_primary_key, encode_row
 from airflow_tablestore.client.plainbuffer.rows import Rows
 from airflow_tablestore.client.table.arguments import (

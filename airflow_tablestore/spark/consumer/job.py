@@ -2,7 +2,7 @@
 
 The application file ``spark-submit`` runs is the launcher
 ``airflow_tablestore/spark/consumer/application/tablestore_consumer.py``, which calls :func:`main`
-(``python -c "import airflow_tablestore.spark.consumer as m; print(m.application_path())"`` prints its path)::
+(``python -c "import airflow_tablestore.spark.consumer.job as m; print(m.application_path())"`` prints its path)::
 
     spark-submit --master local[2] .../airflow_tablestore/spark/consumer/application/tablestore_consumer.py \\
         --table src --tunnel t --phase incremental --cutoff 2026-11-21T12:00:00Z \\

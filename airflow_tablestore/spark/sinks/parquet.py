@@ -24,7 +24,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import unquote
 
 import numpy as np

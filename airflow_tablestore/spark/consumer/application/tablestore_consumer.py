@@ -1,7 +1,7 @@
 """Launcher of the Spark consumer: ``spark-submit .../tablestore_consumer.py ARGS`` runs its ``main()``.
 
 The consumer itself is :mod:`airflow_tablestore.spark.consumer`; this file only starts it (its path is
-``airflow_tablestore.spark.consumer.application_path()``).
+``airflow_tablestore.spark.consumer.job.application_path()``).
 """
 
 import sys
