@@ -146,7 +146,7 @@ def measure_point(rows: int, channels: int) -> list[SparkRun]:
               f"{time.monotonic() - started:.0f} s", flush=True)
         full = run_phase(emu, "full", rows, channels, Path(tmp), None)
         incremental = run_phase(emu, "incremental", rows, channels, Path(tmp), cutoff)
-        # the same window again: nothing left to read, so this run is the fixed cost of a spark-submit
+        # the same window again: nothing left to read (the run checks the tunnel and stops before Spark starts)
         startup = run_phase(emu, "incremental", rows, channels, Path(tmp), cutoff, label="start-up")
     if full.records != rows or incremental.records != len(keys):
         raise RuntimeError(f"records {full.records} + {incremental.records}, expected {rows} + {len(keys)}")
@@ -167,8 +167,10 @@ def report(runs: list[SparkRun], command: str) -> str:
         "driver's Python (the tunnel session, planning, checkpoints) and the executors' Python workers (reading, "
         "decoding, Arrow, Parquet). Tasks from Spark's event log; \"task RSS\" is the Python workers' peak from "
         "the consumer's summary. A third run per point (`start-up`) repeats the incremental window with nothing "
-        "left to read: the fixed cost of a `spark-submit`, which the ratios below subtract. 2 vCPUs shared by "
-        "Spark and the emulator.",
+        "left to read: a `spark-submit` that checks the tunnel and stops before starting Spark. The fixed cost "
+        "of a run that does start Spark (its session, the Python workers' start) is in every other row: the "
+        "ratios compare totals, and the cost of one more task is the difference of two points over their "
+        "difference in tasks. 2 vCPUs shared by Spark and the emulator.",
         "",
         "| phase | rows | channels | records | rounds | Spark tasks | wall s | JVM CPU-s / 100k | driver Python "
         "CPU-s / 100k | executor Python CPU-s / 100k | JVM peak MB | driver Python peak MB | task RSS MB "
@@ -193,12 +195,6 @@ def _total(run: SparkRun) -> float:
     return sum(run.cpu_s.values())
 
 
-def _work(run: SparkRun, runs: list[SparkRun]) -> float:
-    """CPU seconds of a run beyond the fixed cost of a ``spark-submit`` (the start-up run at its point)."""
-    startup = next(r for r in runs if r.phase == "start-up" and (r.rows, r.channels) == (run.rows, run.channels))
-    return _total(run) - _total(startup)
-
-
 def ratios(runs: list[SparkRun]) -> list[str]:
     """10x rows (CPU and wall at most 10.5x, memory within 1.2x) and 256 vs 4 channels (CPU per record)."""
     out = []
@@ -207,22 +203,20 @@ def ratios(runs: list[SparkRun]) -> list[str]:
         rows_points = sorted(k for k in mine if k[1] == 16)
         if len(rows_points) >= 2:
             small, big = mine[rows_points[0]], mine[rows_points[-1]]
-            out.append(f"- {phase}, {big.rows / small.rows:.0f}x rows: CPU {_total(big) / _total(small):.2f}x, "
-                       f"beyond start-up {_work(big, runs) / _work(small, runs):.2f}x "
+            out.append(f"- {phase}, {big.rows / small.rows:.0f}x rows: CPU {_total(big) / _total(small):.2f}x "
                        f"(executors {big.cpu_s['executor python'] / small.cpu_s['executor python']:.2f}x), wall "
                        f"{big.wall_s / small.wall_s:.2f}x, task RSS {big.task_rss_mb / small.task_rss_mb:.2f}x, "
                        f"JVM peak {big.peak_rss_mb['jvm'] / small.peak_rss_mb['jvm']:.2f}x.")
         by_channels = sorted((k for k in mine if k[0] == max(r for r, _ in mine)), key=lambda k: k[1])
         if len(by_channels) >= 2 and by_channels[0][1] != by_channels[-1][1]:
             few, many = mine[by_channels[0]], mine[by_channels[-1]]
-            per_record = many.per_100k(_work(many, runs)) / few.per_100k(_work(few, runs))
+            per_record = many.per_100k(_total(many)) / few.per_100k(_total(few))
             extra_tasks = many.tasks - few.tasks
-            out.append(f"- {phase}, {few.channels} → {many.channels} channels: CPU per record beyond start-up "
-                       f"{per_record:.2f}x, "
+            out.append(f"- {phase}, {few.channels} → {many.channels} channels: CPU per record {per_record:.2f}x, "
                        f"Spark tasks {few.tasks} → {many.tasks}, heartbeats per second "
                        f"{few.requests.get(APIS[1], 0) / few.wall_s:.2f} → "
                        f"{many.requests.get(APIS[1], 0) / many.wall_s:.2f}"
-                       + (f"; each further task cost {1000 * (_work(many, runs) - _work(few, runs)) / extra_tasks:.0f} "
+                       + (f"; each further task cost {1000 * (_total(many) - _total(few)) / extra_tasks:.0f} "
                           "ms of CPU (driver and executors)." if extra_tasks > 0 else "."))
     return out
 
@@ -243,13 +237,12 @@ def charts(runs: list[SparkRun]) -> None:
             mine = sorted((r for r in points if r.phase == phase), key=lambda r: getattr(r, axis))
             xs = [getattr(r, axis) for r in mine]
             if axis == "rows":
-                left.plot(xs, [_work(r, runs) for r in mine], marker="o", label=f"{phase}: CPU-s beyond start-up")
+                left.plot(xs, [_total(r) for r in mine], marker="o", label=f"{phase}: CPU-s")
                 right.plot(xs, [r.wall_s for r in mine], marker="o", label=f"{phase}: wall s")
                 left.set_yscale("log")
                 right.set_yscale("log")
             else:
-                left.plot(xs, [r.per_100k(_work(r, runs)) for r in mine], marker="o",
-                          label=f"{phase}: CPU-s / 100k beyond start-up")
+                left.plot(xs, [r.per_100k(_total(r)) for r in mine], marker="o", label=f"{phase}: CPU-s / 100k")
                 right.plot(xs, [r.tasks for r in mine], marker="o", label=f"{phase}: Spark tasks")
         for ax in (left, right):
             ax.set_xscale("log")
@@ -267,21 +260,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--axis", choices=("rows", "channels", "both"), default="both")
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every row count")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--report-only", action="store_true", help="rebuild the report and charts from the last JSON")
     args = ap.parse_args(argv)
+    if args.report_only:
+        runs = [SparkRun(**r) for r in json.loads((RESULTS / "scale-spark.json").read_text())]
+        command = RESULTS_FILE.read_text().split("Command: `", 1)[1].split("`", 1)[0]
+        charts(runs)
+        RESULTS_FILE.write_text(report(runs, command))
+        return
     points: list[tuple[int, int]] = []
     if args.axis in ("rows", "both"):
         points += ROWS_POINTS
     if args.axis in ("channels", "both"):
         points += CHANNEL_POINTS
-    runs: list[SparkRun] = []
+    runs = []
     for rows, channels in points:
         rows = int(rows * args.scale)
         print(f"== {rows:,} rows, {channels} channels", flush=True)
         runs += measure_point(rows, channels)
+        if not args.no_write:  # kept after every point: a long run stopped midway keeps what it measured
+            (RESULTS / "scale-spark.json").write_text(json.dumps([asdict(r) for r in runs], indent=1))
     command = "python -m benchmarks.bench_scale_spark " + " ".join(sys.argv[1:])
     if not args.no_write:
         charts(runs)
-        (RESULTS / "scale-spark.json").write_text(json.dumps([asdict(r) for r in runs], indent=1))
     text = report(runs, command)
     print(text)
     if not args.no_write:

@@ -26,6 +26,7 @@ SECTIONS = [
     ("tunnel_worker", "TunnelWorker"),
     ("worker_cpu", "TunnelWorker CPU per record"),
     ("scale", "Scale: the TunnelWorker against rows and channels"),
+    ("scale-spark", "Scale: the Spark consumer against rows and channels"),
     ("scale-tunnels", "Scale: a triggerer watching many tunnels"),
     ("stream_worker", "StreamWorker"),
     ("spark", "Spark consumer"),
