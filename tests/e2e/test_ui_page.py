@@ -6,6 +6,10 @@ What it shows: the page in the navigation (Browse > Tablestore), the tunnel and 
 created, the history charts drawn, a channel held by a dead client flagged as stuck, a connection that fails
 shown in its own row, and the refusals: no login (401), a user without the permission to read connections
 (403). No secret in the page, its JSON or the api-server's log. Screenshots go to ``tests/artifacts/ui/``.
+
+``make test-compat`` runs this module against the built wheel (tests/compat/test_ui_from_wheel.py, with
+``TABLESTORE_BROWSER`` and ``TABLESTORE_UI_INSTALLED`` set); ``make test`` runs only its api-server checks (the
+refusals, no secret in the JSON), which need no replication runs and no browser.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,12 +26,16 @@ import pytest
 import requests
 from airflow_helpers import simple_schema
 
+import airflow_tablestore
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from testing.airflow_components import Airflow, components_env, free_port
 
 pytestmark = pytest.mark.slow
+# The replication runs and the browser: `make test-compat` (against the wheel), or TABLESTORE_BROWSER=1 by hand
+needs_browser = pytest.mark.skipif(not os.environ.get("TABLESTORE_BROWSER"),
+                                   reason="the browser test runs in make test-compat, against the built wheel")
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "ui"
 CHROMIUM = os.environ.get("TABLESTORE_CHROMIUM", "/usr/bin/chromium")
@@ -71,6 +81,7 @@ def tablestore_emulator() -> Iterator[EmulatorProcess]:
 
 @pytest.fixture(scope="module")
 def airflow(tablestore_emulator: EmulatorProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
+    """The api-server alone over a migrated database, its two connections and the tables (no runs yet)."""
     emulator = tablestore_emulator
     with TableClient(**emulator.client_kwargs) as tables:
         for name in (TABLE, STUCK_TABLE, IDLE_TABLE):
@@ -100,20 +111,28 @@ def airflow(tablestore_emulator: EmulatorProcess, tmp_path_factory: pytest.TempP
         af.cli("connections", "add", "tablestore_broken", "--conn-json", json.dumps({
             "conn_type": "tablestore", "host": f"http://127.0.0.1:{closed}", "login": "LTAIbroken",
             "password": "broken-secret-e2e", "extra": {"instance_name": "gone"}}))
-        af.cli("dags", "reserialize", timeout=300)
-        for i in range(RUNS):  # a replication that ran: tunnel created, channels consumed, summaries in XCom
-            with TableClient(**emulator.client_kwargs) as tables:
-                for j in range(10 * (i + 1)):
-                    tables.put_row(TABLE, [("id", f"r{i}-{j}"), ("seq", j)], [("amount", j)])
-            af.cli("dags", "test", "ui_replication", timeout=300)
-        with TunnelClient(**emulator.client_kwargs) as tunnels:  # a consumer that died holding its channels
-            tunnel_id = tunnels.create_tunnel(STUCK_TABLE, "held")
-            holder = tunnels.connect(tunnel_id, timeout_s=3600, client_tag="crashed-consumer")
-            tunnels.heartbeat(tunnel_id, holder, [])
         yield af
     finally:
         af.stop()
         shutil.copy(home / "api-server.log", _artifacts() / "api-server.log")
+
+
+@pytest.fixture(scope="module")
+def replicated(airflow: Airflow, tablestore_emulator: EmulatorProcess) -> Airflow:
+    """The api-server after a replication that ran (tunnel created, channels consumed, summaries in XCom) and a
+    consumer that died holding its channels."""
+    emulator = tablestore_emulator
+    airflow.cli("dags", "reserialize", timeout=300)
+    for i in range(RUNS):
+        with TableClient(**emulator.client_kwargs) as tables:
+            for j in range(10 * (i + 1)):
+                tables.put_row(TABLE, [("id", f"r{i}-{j}"), ("seq", j)], [("amount", j)])
+        airflow.cli("dags", "test", "ui_replication", timeout=300)
+    with TunnelClient(**emulator.client_kwargs) as tunnels:
+        tunnel_id = tunnels.create_tunnel(STUCK_TABLE, "held")
+        holder = tunnels.connect(tunnel_id, timeout_s=3600, client_tag="crashed-consumer")
+        tunnels.heartbeat(tunnel_id, holder, [])
+    return airflow
 
 
 def _artifacts() -> Path:
@@ -126,6 +145,18 @@ def _token(af: Airflow, user: str) -> str:
                              json={"username": user, "password": PASSWORDS[user]}, timeout=30)
     assert response.status_code == 201, response.text
     return str(response.json()["access_token"])
+
+
+def test_the_api_server_runs_the_package_under_test(airflow: Airflow) -> None:
+    """The api-server's interpreter, environment and directory import the package this test imports; with
+    TABLESTORE_UI_INSTALLED (make test-compat) that is the wheel installed in that venv, not the checkout."""
+    served = subprocess.run([sys.executable, "-c", "import airflow_tablestore; print(airflow_tablestore.__file__)"],
+                            env=airflow.env, capture_output=True, text=True, timeout=120, check=True).stdout.strip()
+    assert served == airflow_tablestore.__file__
+    installed = os.environ.get("TABLESTORE_UI_INSTALLED")
+    if installed:
+        assert Path(served).is_relative_to(installed), served
+        assert "site-packages" in Path(served).parts, served
 
 
 def test_the_page_refuses_who_may_not_read_connections(airflow: Airflow) -> None:
@@ -141,7 +172,9 @@ def test_the_page_refuses_who_may_not_read_connections(airflow: Airflow) -> None
     assert requests.post(base + "/", headers=admin, timeout=30).status_code == 405  # read-only
 
 
-def test_the_overview_lists_tunnels_channels_consumers_and_history(airflow: Airflow) -> None:
+@needs_browser
+def test_the_overview_lists_tunnels_channels_consumers_and_history(replicated: Airflow) -> None:
+    airflow = replicated
     admin = {"Authorization": f"Bearer {_token(airflow, 'admin')}"}
     response = requests.get(f"http://127.0.0.1:{airflow.port}/tablestore/api/overview", headers=admin, timeout=60)
     assert response.ok, response.text
@@ -173,7 +206,9 @@ def test_the_overview_lists_tunnels_channels_consumers_and_history(airflow: Airf
     assert history["ui_payments_consumer"]["runs"] == []
 
 
-def test_the_page_in_a_browser(airflow: Airflow) -> None:
+@needs_browser
+def test_the_page_in_a_browser(replicated: Airflow) -> None:
+    airflow = replicated
     from playwright import sync_api  # the test extra; the browser is Debian's Chromium (make browser)
 
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: `make browser` installs Debian's chromium"
