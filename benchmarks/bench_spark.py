@@ -34,6 +34,7 @@ from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
 from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
 from airflow_tablestore.client.tunnel.processor import ChannelContext
 from airflow_tablestore.client.tunnel.worker import TunnelWorker
+from airflow_tablestore.spark.changes import objects_to_arrow
 from airflow_tablestore.spark.consumer.driver import ConsumerJob, JobSummary
 from airflow_tablestore.spark.consumer.options import parse_args
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
@@ -97,8 +98,13 @@ class _SinkingProcessor(CountingChannelProcessor):
 
     def process(self, records: list[Record], context: ChannelContext) -> None:
         if self.sink is not None:  # one deterministic file per (channel, start token), as the Spark sink
+            # the worker hands out decoded records: the change log's table from them, staged and published as the
+            # Spark sink does (its writer takes the answer's Records, built from the bytes)
             writer = self.sink.open(context.channel_id, context.start_token, 1)
-            writer.write(records)
+            table = objects_to_arrow(records, context.channel_id, writer._chunk, 0)
+            for partition, part in writer._split_table(table):
+                writer._part(partition).pending.append(part)
+            writer._count = table.num_rows
             end = f"{context.start_token}+{len(records)}"
             writer.close(end)
             self.sink.publish(context.channel_id, context.start_token, end, 1)  # as the Spark driver does

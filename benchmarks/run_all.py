@@ -41,6 +41,7 @@ SECTIONS = [
     ("ui", "The Tablestore page in Airflow's UI"),
     ("structure", "Restructuring before/after"),
     ("subpackages", "Subpackages and composition before/after"),
+    ("codec", "One codec before/after"),
 ]
 
 

@@ -105,8 +105,7 @@ class TablestoreReader(DataSourceReader):
             self.columns_to_get: tuple[str, ...] = (self.primary_key[0].name, *wanted, *hidden)
         else:
             # with a time range, only rows with a cell of a read column in the range: no key column (the
-            # server leaves the other rows out) and RowsToArrow.page(drop_empty) drops rows holding only the
-            # hidden fence;
+            # server leaves the other rows out) and RowsToArrow.page(drop_empty) drops rows of the hidden fence alone;
             # a schema of key columns only reads all columns (rows with any cell in the range)
             self.columns_to_get = (*wanted, *hidden) if wanted else ()
         versioned = any(f.source == VERSIONS for f in self.fields)
