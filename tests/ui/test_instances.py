@@ -55,7 +55,8 @@ def test_a_failing_connection_keeps_its_error_to_its_row(instance: dict[str, Any
     ids = [instance["conn_id"], "tablestore_nopassword", "tablestore_missing", "tablestore_malformed"]
     views = {v.conn_id: v for v in collect(ids)}
     assert views[instance["conn_id"]].error is None and views[instance["conn_id"]].tunnels
-    assert "missing Tablestore settings field 'password' (AccessKey Secret)" in (views["tablestore_nopassword"].error or "")
+    missing = "missing Tablestore settings field 'password' (AccessKey Secret)"
+    assert missing in (views["tablestore_nopassword"].error or "")
     assert "'tablestore_missing' is not defined" in (views["tablestore_missing"].error or "")
     malformed = views["tablestore_malformed"].error or ""
     assert "tablestore_malformed" in malformed and "s3cr3t-x" not in malformed
