@@ -50,7 +50,8 @@ from .crash_tools import (
 )
 from .spark_runs import BIN, base_rows, consumer_env, wait_until_gone
 
-pytestmark = pytest.mark.slow
+# dozens of spark-submit runs per sink: longer than the suite's 600 s default on a loaded 2-core machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 KILLS_PER_PHASE = 10
 EMULATOR_RESTARTS = 3

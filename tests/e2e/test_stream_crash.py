@@ -46,7 +46,8 @@ from .crash_tools import (
 )
 from .spark_runs import BIN, base_rows, consumer_env, wait_until_gone
 
-pytestmark = pytest.mark.slow
+# dozens of streaming queries killed and restarted: longer than the suite's 600 s default on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 JOB = str(Path(__file__).with_name("stream_job.py"))
 KILLS_PER_PHASE = 10
