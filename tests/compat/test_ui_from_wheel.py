@@ -49,9 +49,10 @@ def test_the_page_in_a_browser_from_the_wheel(dists: tuple[Path, Path], tmp_path
                           PLAYWRIGHT], capture_output=True, text=True, timeout=600)
     try:
         assert add.returncode == 0, add.stdout[-3000:] + add.stderr[-3000:]
-        tooling = tmp_path / "repository-tooling"  # the demo package and nothing else of the checkout
+        tooling = tmp_path / "repository-tooling"  # the test helpers and nothing else of the checkout
         tooling.mkdir()
-        (tooling / "demo").symlink_to(REPO / "demo", target_is_directory=True)
+        for helpers in ("demo", "testing"):
+            (tooling / helpers).symlink_to(REPO / helpers, target_is_directory=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "VIRTUAL_ENV", "PYTHON"))}
         env.update({"PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", "PYTHONSAFEPATH": "1",
                     "TABLESTORE_BROWSER": "1", "TABLESTORE_UI_INSTALLED": str(bin_dir.parent)})
