@@ -46,7 +46,7 @@ def _decoder_tests() -> ModuleType:
     """The decoder's differential tests (tests/client has no package), for their generators."""
     name = "test_plainbuffer_compiled"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "client" / f"{name}.py")
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[2] / "client" / f"{name}.py")
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
