@@ -221,12 +221,12 @@ def arrow_straight(count: int, repeat: int) -> int:
     from airflow_tablestore.client.plainbuffer.rows import Rows
     from airflow_tablestore.client.records import Records, decode_records, split_read_records
     from airflow_tablestore.protocol import ots_tunnel_pb2
-    from airflow_tablestore.spark.arrow import CELL, KEY, VERSIONS, OutputField, RowsToArrow
-    from airflow_tablestore.spark.changes import (
+    from airflow_tablestore.spark.arrow.changes import (
         objects_to_arrow_compiled,
         objects_to_arrow_python,
         records_to_arrow_compiled,
     )
+    from airflow_tablestore.spark.arrow.values import CELL, KEY, VERSIONS, OutputField, RowsToArrow
     from airflow_tablestore.spark.stream.output import ChangeOutput
 
     if IMPLEMENTATION != "c":

@@ -34,7 +34,7 @@ from airflow_tablestore.client.tunnel.client import FINISHED, TunnelClient
 from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
 from airflow_tablestore.client.tunnel.processor import ChannelContext
 from airflow_tablestore.client.tunnel.worker import TunnelWorker
-from airflow_tablestore.spark.changes import objects_to_arrow
+from airflow_tablestore.spark.arrow.changes import objects_to_arrow
 from airflow_tablestore.spark.consumer.driver import ConsumerJob, JobSummary
 from airflow_tablestore.spark.consumer.options import parse_args
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log

@@ -38,7 +38,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from airflow_tablestore.client.model import ActionType, Column, Record, SequenceInfo
-from airflow_tablestore.spark.changes import CHANGE_SCHEMA, objects_to_arrow
+from airflow_tablestore.spark.arrow.changes import CHANGE_SCHEMA, objects_to_arrow
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_FILE = ROOT / "benchmarks" / "results" / "stream_floor.md"

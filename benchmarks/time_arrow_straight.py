@@ -17,8 +17,8 @@ import pyarrow as pa
 from airflow_tablestore.client.model import Column, ColumnType, Row, SequenceInfo
 from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
 from airflow_tablestore.protocol import ots_tunnel_pb2
-from airflow_tablestore.spark import changes
-from airflow_tablestore.spark.arrow import CELL, KEY, VERSIONS, OutputField, RowsToArrow
+from airflow_tablestore.spark.arrow import changes
+from airflow_tablestore.spark.arrow.values import CELL, KEY, VERSIONS, OutputField, RowsToArrow
 from benchmarks.bench_plainbuffer import BASE_TS, make_rows
 
 try:  # after the one codec

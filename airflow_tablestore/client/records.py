@@ -5,7 +5,8 @@ A :class:`Records` batch keeps an answer's records as their PlainBuffer bodies: 
 the answer's bytes are split in C (:func:`split_read_records`) and no Python object is made per record. It is a
 sequence of :class:`~airflow_tablestore.client.model.Record` decoded on first use (in C, or by
 :func:`decode_records`' loop: the CRC-checked decode, the action enum looked up in a prebuilt table, the cyclic GC
-paused), and Spark turns it straight into Arrow (``spark/changes.py``, ``spark/arrow.py``) without decoding.
+paused), and Spark turns it straight into Arrow (``spark/arrow/changes.py``, ``spark/arrow/values.py``)
+without decoding.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from airflow_tablestore.client.model import MAX_TIME_DEVIATION
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.changes import arrow_to_records
+from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.consumer.job import application_path
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 from airflow_tablestore.spark.sinks.purge import minimum_horizon_s

@@ -12,7 +12,7 @@ from replication_helpers import make_replica, make_source, replica_differences, 
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.changes import arrow_to_records
+from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
 

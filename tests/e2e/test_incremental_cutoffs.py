@@ -19,7 +19,7 @@ from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.changes import arrow_to_records
+from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.consumer.driver import ConsumerJob, JobSummary
 from airflow_tablestore.spark.consumer.options import parse_args
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log

@@ -38,7 +38,7 @@ from replication_helpers import snapshot, stream_changes, write_key
 from airflow_tablestore.client.model import RowWrite
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.changes import arrow_to_records
+from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
 from testing.airflow_components import Airflow, components_env, free_port

@@ -31,7 +31,7 @@ from replication_helpers import make_source, snapshot, stream_changes, write_key
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.changes import arrow_to_records
+from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from testing.jvm import FAST_JVM
 
 from .crash_tools import (

@@ -35,7 +35,7 @@ from airflow_tablestore.client.model import Record, RowWrite
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
-from airflow_tablestore.spark.changes import arrow_to_records
+from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from demo import replication as demo
 from testing.airflow_components import Airflow, components_env, free_port
 

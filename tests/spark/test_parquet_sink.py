@@ -11,10 +11,10 @@ from airflow_tablestore.client import changelog
 from airflow_tablestore.client.changelog import chunk_path, safe_name
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.model import ActionType, Column, Record, SequenceInfo
-from airflow_tablestore.spark.changes import arrow_to_records
+from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.sinks import parquet as parquet_sink
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
-from spark.test_arrow_straight import encoded  # the sink takes a ReadRecords answer: the records as bytes
+from spark.arrow.test_arrow_straight import encoded  # the sink takes a ReadRecords answer: the records as bytes
 
 
 def _recs(start: int, n: int) -> list[Record]:

@@ -56,6 +56,6 @@ def compiled_module() -> Any:
     """The compiled ``_speedups`` module, or ``None`` (not built, or ``TABLESTORE_PLAINBUFFER=python``).
 
     Its decoding functions are set up by :mod:`~airflow_tablestore.client.plainbuffer.decode` on import; its Arrow
-    builders return raw buffers that ``spark/arrow.py`` and ``spark/changes.py`` wrap in pyarrow arrays.
+    builders return raw buffers that ``spark/arrow/values.py`` and ``spark/arrow/changes.py`` wrap in pyarrow arrays.
     """
     return _compiled

@@ -13,7 +13,7 @@ class Rows(Sequence[Row]):
     """A page of table rows: ``data`` holds their PlainBuffer message (``b""`` for none), decoded to
     :class:`~airflow_tablestore.client.model.Row` tuples on first use (iterating, indexing, ``len``, :meth:`decode`;
     corrupt bytes raise :class:`~airflow_tablestore.client.errors.PlainBufferError` then). The Spark data source
-    turns it straight into Arrow without decoding (``spark/arrow.py``'s ``RowsToArrow.page``)."""
+    turns it straight into Arrow without decoding (``spark/arrow/values.py``'s ``RowsToArrow.page``)."""
 
     __slots__ = ("data", "_decoded")
 

@@ -58,7 +58,7 @@ from airflow_tablestore.client.model import (
     PrimaryKeyColumn,
     SingleColumnCondition,
 )
-from airflow_tablestore.spark.arrow import CELL, KEY, OutputField, normalized, value_type
+from airflow_tablestore.spark.arrow.values import CELL, KEY, OutputField, normalized, value_type
 
 MAX_CONDITIONS = 10
 """Tablestore's limit on the conditions of one filter."""
@@ -88,7 +88,7 @@ class Pushdown:
 
 def literal(value: Any, kind: ColumnType) -> tuple[bool, Any]:
     """``(True, the value as Tablestore holds it)`` if a Spark literal is of type ``kind`` (the shared mapping,
-    :func:`~airflow_tablestore.spark.arrow.value_type`; an INTEGER within 64 bits), else ``(False, None)``."""
+    :func:`~airflow_tablestore.spark.arrow.values.value_type`; an INTEGER within 64 bits), else ``(False, None)``."""
     try:
         found = value_type(value)
     except TypeError:  # Decimal, datetime, ...: no Tablestore type

@@ -6,12 +6,13 @@ asks ``ComputeSplitPointsBySize`` for ranges of about ``split_size_mb`` each: on
 ``max_split_count``: adjacent ranges are merged), intersected with the key ranges of pushed filters. On an
 executor, :meth:`TablestoreReader.read` pages through its ranges with GetRange (``page_rows`` a page; the
 schema's columns, ``max_versions``, the time range and the pushed column filter sent with each page) and yields
-each page as one Arrow record batch built by the shared core (:class:`~airflow_tablestore.spark.arrow.RowsToArrow`).
+each page as one Arrow record batch built by the shared core
+(:class:`~airflow_tablestore.spark.arrow.values.RowsToArrow`).
 Tombstones of a replica (rows that are only a deleted-marked fence) are skipped unless
 ``show_replication_columns``. With a time range, a row is returned only if a column of the schema (any column,
 if the schema has only key columns; never the hidden fence) has a cell in the range. Each page
 (:class:`~airflow_tablestore.client.plainbuffer.rows.Rows`) becomes its batch through
-:meth:`~airflow_tablestore.spark.arrow.RowsToArrow.page`, those two filters included: straight from GetRange's
+:meth:`~airflow_tablestore.spark.arrow.values.RowsToArrow.page`, those two filters included: straight from GetRange's
 PlainBuffer bytes where the compiled module is in use, versioned columns included; anything that path leaves out
 is decoded and converted from the rows.
 
@@ -30,7 +31,7 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from airflow_tablestore.client.model import ColumnCondition, PrimaryKeyColumn, TableSchema
-from airflow_tablestore.spark.arrow import CELL, VERSIONS, RowsToArrow
+from airflow_tablestore.spark.arrow.values import CELL, VERSIONS, RowsToArrow
 from airflow_tablestore.spark.datasource.options import SourceOptions
 from airflow_tablestore.spark.datasource.pushdown import KeyRange, intersect, plan_pushdown
 from airflow_tablestore.spark.datasource.schema import arrow_schema, read_fields

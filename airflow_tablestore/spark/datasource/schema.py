@@ -32,7 +32,7 @@ from pyspark.sql.types import (
 )
 
 from airflow_tablestore.client.model import ColumnType, PrimaryKeyColumn, TableSchema
-from airflow_tablestore.spark.arrow import CELL, CORRUPT, KEY, VERSIONS, OutputField
+from airflow_tablestore.spark.arrow.values import CELL, CORRUPT, KEY, VERSIONS, OutputField
 from airflow_tablestore.spark.datasource.options import OptionError, SourceOptions
 
 DEFAULT_CORRUPT_RECORD_COLUMN = "_corrupt_record"

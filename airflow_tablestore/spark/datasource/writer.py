@@ -62,7 +62,7 @@ from airflow_tablestore.client.model import (
     WriteType,
 )
 from airflow_tablestore.client.replica import CONDITION_FAILED, fenced_row_write, write_fenced
-from airflow_tablestore.spark.arrow import key_text
+from airflow_tablestore.spark.arrow.values import key_text
 from airflow_tablestore.spark.datasource.options import OptionError, SourceOptions
 
 log = logging.getLogger(__name__)

@@ -46,7 +46,7 @@ from airflow_tablestore.client.changelog import (
 )
 from airflow_tablestore.client.errors import TablestoreClientError
 from airflow_tablestore.client.records import Records
-from airflow_tablestore.spark.changes import CHANGE_SCHEMA, records_to_arrow
+from airflow_tablestore.spark.arrow.changes import CHANGE_SCHEMA, records_to_arrow
 
 log = logging.getLogger(__name__)
 

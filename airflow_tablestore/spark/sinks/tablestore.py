@@ -17,7 +17,7 @@ from typing import Any
 from airflow_tablestore.client.model import PrimaryKey, Record, RowWrite
 from airflow_tablestore.client.replica import FENCE_COLUMN, fenced_write, write_fenced
 from airflow_tablestore.client.settings import ConnectionSettings
-from airflow_tablestore.spark.changes import record_to_write
+from airflow_tablestore.spark.arrow.changes import record_to_write
 
 FLUSH_ROWS = 1000
 """Buffered writes per ``write_rows`` call (it chunks them into legal ≤200-row batches)."""

@@ -1,7 +1,7 @@
 """What a streaming query's rows look like: the change log (by default) or flat typed columns plus the action.
 
 Without a user schema a change is one row of the change-log schema the Parquet sink writes
-(:data:`~airflow_tablestore.spark.changes.CHANGE_SCHEMA`: channel, chunk and index, action, primary key, columns
+(:data:`~airflow_tablestore.spark.arrow.changes.CHANGE_SCHEMA`: channel, chunk and index, action, primary key, columns
 with op and timestamp, sequence). With a user schema each column is a primary-key or attribute column of the
 table (its newest PUT value in the change; null when the change deletes it or lacks it), plus ``_action``
 (``PUT_ROW``, ``UPDATE_ROW`` or ``DELETE_ROW``) when the schema has it. Both are built straight from the
@@ -19,8 +19,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructType
 
 from airflow_tablestore.client.records import Records
-from airflow_tablestore.spark.arrow import RowsToArrow
-from airflow_tablestore.spark.changes import CHANGE_SCHEMA, records_to_arrow
+from airflow_tablestore.spark.arrow.changes import CHANGE_SCHEMA, records_to_arrow
+from airflow_tablestore.spark.arrow.values import RowsToArrow
 from airflow_tablestore.spark.datasource.options import SourceOptions
 from airflow_tablestore.spark.datasource.reader import describe_table
 from airflow_tablestore.spark.datasource.schema import SchemaError, arrow_schema, read_fields

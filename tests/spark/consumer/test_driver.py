@@ -13,7 +13,7 @@ from replication_helpers import make_replica, make_source, replica_differences, 
 
 from airflow_tablestore.client.model import ChannelStatus, TunnelStage
 from airflow_tablestore.client.settings import ConnectionSettings
-from airflow_tablestore.spark.changes import arrow_to_records
+from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.consumer.driver import ConsumerJob, JobError
 from airflow_tablestore.spark.consumer.options import parse_args
 from airflow_tablestore.spark.consumer.reader import RoundPlan, run_round_locally

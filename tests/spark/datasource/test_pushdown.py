@@ -32,7 +32,7 @@ from airflow_tablestore.client.model import (
     PrimaryKeyType,
     SingleColumnCondition,
 )
-from airflow_tablestore.spark.arrow import CELL, KEY, VERSIONS, OutputField
+from airflow_tablestore.spark.arrow.values import CELL, KEY, VERSIONS, OutputField
 from airflow_tablestore.spark.datasource.pushdown import (
     MAX_CONDITIONS,
     intersect,

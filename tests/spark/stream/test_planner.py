@@ -14,7 +14,7 @@ from replication_helpers import make_source, stream_changes, write_key
 
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table.client import TableClient
-from airflow_tablestore.spark.changes import arrow_to_records
+from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.datasource.options import OptionError, SourceOptions
 from airflow_tablestore.spark.stream.output import change_log_schema
 from airflow_tablestore.spark.stream.planner import StreamPlanner, StreamStuckError

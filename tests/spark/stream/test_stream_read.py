@@ -16,7 +16,7 @@ from airflow_tablestore.client.model import ChannelStatus
 from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.cutoff import STREAM
-from airflow_tablestore.spark.changes import arrow_to_records
+from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.stream.output import change_log_schema
 from demo import replication as demo
 

@@ -8,7 +8,7 @@ Two pure conversions used on the executors:
 * :func:`records_to_arrow` / :func:`arrow_to_records` — one change-log row per record: channel, position,
   action, primary key and columns as lists of typed-value structs (exact for every Tablestore type, including
   BINARY), and the stream sequence (null for base data). Values become Arrow through the one shared core,
-  :mod:`airflow_tablestore.spark.arrow` (the ``tablestore`` data source's too).
+  :mod:`airflow_tablestore.spark.arrow.values` (the ``tablestore`` data source's too).
 
 :func:`records_to_arrow` takes a :class:`~airflow_tablestore.client.records.Records` batch: where the compiled
 PlainBuffer module is in use (``client/plainbuffer/implementation.py``) the table is built straight from the
@@ -37,7 +37,7 @@ from airflow_tablestore.client.model import (
 )
 from airflow_tablestore.client.plainbuffer.implementation import compiled_module
 from airflow_tablestore.client.records import Records
-from airflow_tablestore.spark.arrow import (
+from airflow_tablestore.spark.arrow.values import (
     ARROW_TYPES,
     TypedValues,
     leaf_array,
@@ -103,7 +103,7 @@ def _typed(value: Any) -> dict[str, Any]:
         "type": None, "int_value": None, "double_value": None, "bool_value": None,
         "string_value": None, "binary_value": None,
     }
-    kind = value_type(value)  # the shared typing rule (spark/arrow.py); INF_MIN/INF_MAX raise TypeError
+    kind = value_type(value)  # the shared typing rule (spark/arrow/values.py); INF_MIN/INF_MAX raise TypeError
     if kind is not None:
         out["type"], out[_VALUE_SLOT[kind]] = kind.value, normalized(value, kind)
     return out

@@ -6,7 +6,7 @@ Every Tablestore value maps to one Python type and one Arrow type, exactly: INTE
 over the rows, then one C conversion per column; never a Python object per output row):
 
 * :class:`TypedValues` — values of *any* type as a type name plus one leaf per type: the consumer's change log
-  (``spark/changes.py``) stores every cell this way;
+  (``spark/arrow/changes.py``) stores every cell this way;
 * :class:`RowsToArrow` — rows (``client.model.Row``) as a ``RecordBatch`` of a fixed schema: primary-key
   columns, the newest version of attribute columns, or all versions as ``list<struct<timestamp, value>>``
   newest first; the ``tablestore`` data source yields these. A cell whose type does not fit its column is

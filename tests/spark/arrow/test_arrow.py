@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_tablestore.client.model import INF_MIN, Column, ColumnType, Row
-from airflow_tablestore.spark.arrow import (
+from airflow_tablestore.spark.arrow.values import (
     CELL,
     CORRUPT,
     KEY,

@@ -13,7 +13,7 @@ from airflow_tablestore.client.model import (
     SequenceInfo,
     WriteType,
 )
-from airflow_tablestore.spark.changes import (
+from airflow_tablestore.spark.arrow.changes import (
     CHANGE_SCHEMA,
     arrow_to_records,
     iter_record_batches,

@@ -30,22 +30,23 @@ from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
 from airflow_tablestore.client.plainbuffer.rows import Rows
 from airflow_tablestore.client.records import Records
 from airflow_tablestore.client.replica import TOMBSTONE_SUFFIX, is_tombstone
-from airflow_tablestore.spark import arrow, changes
-from airflow_tablestore.spark.changes import (
+from airflow_tablestore.spark.arrow import changes
+from airflow_tablestore.spark.arrow import values as arrow
+from airflow_tablestore.spark.arrow.changes import (
     CHANGE_SCHEMA,
     objects_to_arrow_python,
     records_to_arrow,
     records_to_arrow_compiled,
 )
 from airflow_tablestore.spark.sinks.parquet import _ParquetWriter, partition_of
-from spark.test_changes_compiled import SAMPLES, attribute_columns, flat_case, random_record
+from spark.arrow.test_changes_compiled import SAMPLES, attribute_columns, flat_case, random_record
 
 
 def _decoder_tests() -> ModuleType:
     """The decoder's differential tests (tests/client has no package), for their generators."""
     name = "test_plainbuffer_compiled"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "client" / f"{name}.py")
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[2] / "client" / f"{name}.py")
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module

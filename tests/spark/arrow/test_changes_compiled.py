@@ -40,9 +40,10 @@ from airflow_tablestore.client.model import (
 )
 from airflow_tablestore.client.plainbuffer.decode import decode_record_list_python
 from airflow_tablestore.client.plainbuffer.encode import encode_row
-from airflow_tablestore.spark import arrow, changes
-from airflow_tablestore.spark.arrow import CELL, CORRUPT, KEY, VERSIONS, CellTypeError, OutputField, RowsToArrow
-from airflow_tablestore.spark.changes import CHANGE_SCHEMA, objects_to_arrow_compiled, objects_to_arrow_python
+from airflow_tablestore.spark.arrow import changes
+from airflow_tablestore.spark.arrow import values as arrow
+from airflow_tablestore.spark.arrow.changes import CHANGE_SCHEMA, objects_to_arrow_compiled, objects_to_arrow_python
+from airflow_tablestore.spark.arrow.values import CELL, CORRUPT, KEY, VERSIONS, CellTypeError, OutputField, RowsToArrow
 
 SEED = 20260622
 TS = 1_700_000_000_000
@@ -333,7 +334,7 @@ def test_flat_bad_keys_take_the_python_path(rows: list[Row]) -> None:
 
 def test_flat_versions_take_the_compiled_path() -> None:
     """Every version in the row's order, a NULL one and one without a timestamp included; no cell: null
-    (tests/spark/test_flat_straight.py compares random rows)."""
+    (tests/spark/arrow/test_flat_straight.py compares random rows)."""
     fields = [OutputField("id", KEY, ColumnType.INTEGER), OutputField("v", VERSIONS, ColumnType.INTEGER)]
     value_type = pa.struct([pa.field("timestamp", pa.int64(), False), pa.field("value", pa.int64())])
     schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("v", pa.list_(value_type))])

@@ -31,12 +31,13 @@ from airflow_tablestore.client.plainbuffer.encode import encode_row, encode_rows
 from airflow_tablestore.client.plainbuffer.rows import Rows
 from airflow_tablestore.client.records import Records
 from airflow_tablestore.client.replica import TOMBSTONE_SUFFIX, is_tombstone
-from airflow_tablestore.spark import arrow, changes
-from airflow_tablestore.spark.arrow import CELL, CORRUPT, KEY, VERSIONS, OutputField, RowsToArrow
+from airflow_tablestore.spark.arrow import changes
+from airflow_tablestore.spark.arrow import values as arrow
+from airflow_tablestore.spark.arrow.values import CELL, CORRUPT, KEY, VERSIONS, OutputField, RowsToArrow
 from airflow_tablestore.spark.datasource.schema import SPARK_TYPES, arrow_schema, versions_type
 from airflow_tablestore.spark.stream.output import ACTION_COLUMN, ChangeOutput
-from spark.test_arrow_straight import COMPILED, _decoder_tests, arrow_c, corruptions, outcome, same
-from spark.test_changes_compiled import KEY_KINDS, SAMPLES
+from spark.arrow.test_arrow_straight import COMPILED, _decoder_tests, arrow_c, corruptions, outcome, same
+from spark.arrow.test_changes_compiled import KEY_KINDS, SAMPLES
 
 SEED = 20261127
 TS = 1_700_000_000_000
