@@ -433,14 +433,6 @@ class TableClient(BaseClient):
         """One page of rows from ``start`` (inclusive) to ``end`` (exclusive) and the next start key
         (None when the range is exhausted). BACKWARD scans need ``start`` > ``end``. The rows come as one
         :class:`~airflow_tablestore.client.plainbuffer.rows.Rows` batch, decoded on first use."""
-        data, next_raw = self._get_range(table, start, end, direction, limit, columns, max_versions, time_range,
-                                         column_filter)
-        return Rows(data), next_key(next_raw)
-
-    def _get_range(self, table: str, start: PrimaryKeyArg, end: PrimaryKeyArg, direction: Direction,
-                   limit: int | None, columns: Iterable[str] | None, max_versions: int | None,
-                   time_range: TimeRange | None, column_filter: ColumnCondition | None) -> tuple[bytes, bytes]:
-        """The GetRange call: the page's rows and its next start key, both encoded (b"" for none)."""
         request = table_pb2.GetRangeRequest(
             table_name=table_name(table),
             direction=0 if Direction(direction) is Direction.FORWARD else 1,
@@ -454,7 +446,7 @@ class TableClient(BaseClient):
         apply_read_options(request, columns, max_versions, time_range, column_filter)
         response = self._transport.call("/GetRange", request, table_pb2.GetRangeResponse, idempotent=True)
         next_raw = response.next_start_primary_key if response.HasField("next_start_primary_key") else b""
-        return response.rows, next_raw
+        return Rows(response.rows), next_key(next_raw)
 
     def iter_range(
         self,
