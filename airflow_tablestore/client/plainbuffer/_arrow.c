@@ -1,6 +1,6 @@
 /*
- * Arrow column buffers filled in C: the leaf buffers of the change log (spark/changes.py's records_to_arrow) and of
- * a flat table (spark/arrow.py's RowsToArrow), without a Python object per row or cell, from decoded records or
+ * Arrow column buffers filled in C: the leaf buffers of the change log (spark/arrow/changes.py's records_to_arrow) and of
+ * a flat table (spark/arrow/values.py's RowsToArrow), without a Python object per row or cell, from decoded records or
  * straight from the PlainBuffer bytes (through the one parser, _parse.h: no record decoded at all).
  *
  * Part of the one compiled extension, _speedups (its init adds pb_arrow_methods to the module): built when a C
@@ -17,7 +17,7 @@
 #include "_records.h"
 
 /* ---- records -> Arrow change-log columns ----------------------------------------------------------------- */
-/* change_log_arrays(records, action_names, op_names): the leaf buffers of spark/changes.py's change-log table,
+/* change_log_arrays(records, action_names, op_names): the leaf buffers of spark/arrow/changes.py's change-log table,
    filled in C from decoded Record tuples (no Python object per row or cell). Returns None when the input holds
    anything but the exact types the fast path knows (then records_to_arrow's Python path runs and behaves as
    before, errors included). */
@@ -431,7 +431,7 @@ done:;
 
 #undef TYPE_NAME
 
-/* flat_arrays(rows, specs, cells): the columns of spark/arrow.py's RowsToArrow, filled in C from decoded Row
+/* flat_arrays(rows, specs, cells): the columns of spark/arrow/values.py's RowsToArrow, filled in C from decoded Row
    tuples. `specs` holds one (source, kind, key index) per output column: source 0 key, 1 cell (the newest
    non-null version), 2 left to the caller (the corrupt-record column), 3 versions (every version in the row's
    order, newest first: list<struct<timestamp, value>>); kind 0 INTEGER, 1 DOUBLE, 2 BOOLEAN, 3 STRING, 4 BINARY.
