@@ -8,6 +8,7 @@ conformance tests in ``tests/conformance``.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import subprocess
@@ -50,6 +51,16 @@ def ensure_oracle_venv(venv: Path = ORACLE_VENV) -> Path:
     Raises :class:`OracleUnavailable` with pip's output when the SDK cannot be installed.
     """
     python = oracle_python(venv)
+    if _sdk_version(python) == SDK_VERSION:
+        return python
+    # parallel test workers: one creates the venv, the others wait for it and then find it ready
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f".{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _create_oracle_venv(venv, python)
+
+
+def _create_oracle_venv(venv: Path, python: Path) -> Path:
     if _sdk_version(python) == SDK_VERSION:
         return python
     if not python.exists():

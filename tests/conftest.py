@@ -20,9 +20,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-if "AIRFLOW_HOME" not in os.environ:
+# pytest-xdist's workers inherit the controller's environment: each worker makes its own home, as the controller
+# did, so that no two processes share one SQLite metadata database.
+if "AIRFLOW_HOME" not in os.environ or os.environ.get("TABLESTORE_TESTS_OWN_HOME") == os.environ["AIRFLOW_HOME"]:
     _home = tempfile.mkdtemp(prefix="airflow-home-tablestore-tests-")
-    os.environ["AIRFLOW_HOME"] = _home
+    os.environ["AIRFLOW_HOME"] = os.environ["TABLESTORE_TESTS_OWN_HOME"] = _home
     atexit.register(shutil.rmtree, _home, True)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 

@@ -53,7 +53,7 @@ from .spark_runs import BIN, base_rows, consumer_env, wait_until_gone
 # dozens of spark-submit runs per sink: longer than the suite's 600 s default on a loaded 2-core machine
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
-KILLS_PER_PHASE = 10
+KILLS_PER_PHASE = 6
 EMULATOR_RESTARTS = 3
 TUNING = ["--records-per-channel", "120", "--heartbeat-interval", "1", "--client-timeout", "5", "--idle-wait", "0.3",
           "--request-timeout", "3"]

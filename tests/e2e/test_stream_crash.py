@@ -50,7 +50,7 @@ from .spark_runs import BIN, base_rows, consumer_env, wait_until_gone
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 JOB = str(Path(__file__).with_name("stream_job.py"))
-KILLS_PER_PHASE = 10
+KILLS_PER_PHASE = 6
 EMULATOR_RESTARTS = 3
 SOURCE_OPTIONS = ["heartbeat_interval=1", "client_timeout=4", "settle_ms=300", "channel_wait_s=120"]
 EMULATOR_ARGS = ["--base-channel-rows", "300", "--stream-partitions", "2", "--max-read-records", "40",
