@@ -30,6 +30,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def machine_settings() -> dict[str, str]:
+    """What every Airflow the tests start on this machine sets, beside its own API port: its own log-server ports
+    (the scheduler's and the triggerer's default to 8793 and 8794, which two Airflows of parallel test workers would
+    share) and a task's Execution API timeout for a loaded 2-core machine (Airflow's 5 s default failed tasks there;
+    Airflow's docs advise raising it under high load)."""
+    return {
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
+    }
+
+
 def components_env(home: Path, emulator: EmulatorProcess, dags: Path, port: int, *,
                    database_url: str | None = None) -> dict[str, str]:
     """The environment of the components (and the CLI): ``home`` as AIRFLOW_HOME, ``dags`` as the dags folder,
@@ -50,6 +62,7 @@ def components_env(home: Path, emulator: EmulatorProcess, dags: Path, port: int,
         "AIRFLOW__SCHEDULER__MIN_FILE_PROCESS_INTERVAL": "5",
         "_JAVA_OPTIONS": FAST_JVM,
     })
+    env.update(machine_settings())
     return env
 
 

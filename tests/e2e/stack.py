@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from testing.airflow_components import machine_settings
 from testing.jvm import FAST_JVM
 
 from .spark_runs import BIN
@@ -83,7 +84,8 @@ def localize(env: dict[str, str], addresses: dict[str, str]) -> dict[str, str]:
 
 def stack_env(home: Path, addresses: dict[str, str]) -> dict[str, str]:
     """The environment of the stack's Airflow components and CLI: docker-compose.yaml's (localized), the test
-    speed-ups of :data:`TEST_ONLY`, and what the image provides (the venv's ``python``, ``spark-submit``)."""
+    speed-ups of :data:`TEST_ONLY`, the settings of one machine shared by several Airflows (``machine_settings``),
+    and what the image provides (the venv's ``python``, ``spark-submit``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_", "AIRFLOW__", "TABLESTORE_"))}
     env.update({
         "AIRFLOW_HOME": str(home),
@@ -99,6 +101,7 @@ def stack_env(home: Path, addresses: dict[str, str]) -> dict[str, str]:
     })
     env.update(localize(compose_airflow_env(), addresses))
     env.update(TEST_ONLY)
+    env.update(machine_settings())
     return env
 
 

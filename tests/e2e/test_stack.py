@@ -43,7 +43,7 @@ from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
-from testing.airflow_components import Airflow, free_port
+from testing.airflow_components import Airflow, free_port, machine_settings
 
 from .postgres import PostgresCluster, require_postgres
 from .spark_cluster import SparkCluster
@@ -83,15 +83,18 @@ FAULTS = {"source_table": "orders_big", "sink_type": "tablestore", "destination_
 
 def test_stack_runs_the_compose_settings(tmp_path: Path) -> None:
     """Every setting docker-compose.yaml gives Airflow's components is the stack's, with the same value but for the
-    service addresses; the stack adds only :data:`TEST_ONLY`; no compose hostname is left; the Spark worker gets
-    the compose file's resources; and docs/airflow.md's "Production setup" exports exactly the compose settings."""
+    service addresses; the stack adds only :data:`TEST_ONLY` and the settings every test Airflow on one machine
+    needs (``machine_settings``: its own log-server ports, a longer Execution API timeout); no compose hostname is
+    left; the Spark worker gets the compose file's resources; and docs/airflow.md's "Production setup" exports
+    exactly the compose settings."""
     addresses = local_addresses(postgres_port=5999, api_port=8999, emulator_endpoint="http://127.0.0.1:8998",
                                 spark_port=7999, dags=tmp_path / "dags")
     env = stack_env(tmp_path / "home", addresses)
     compose = compose_airflow_env()
     assert {k: env[k] for k in compose} == localize(compose, addresses)
     airflow_vars = {k for k in env if k.startswith("AIRFLOW_")}
-    assert airflow_vars == {k for k in compose if k.startswith("AIRFLOW_")} | set(TEST_ONLY) | {"AIRFLOW_HOME"}
+    assert airflow_vars == ({k for k in compose if k.startswith("AIRFLOW_")} | set(TEST_ONLY) | {"AIRFLOW_HOME"}
+                            | set(machine_settings()))
     assert {k for k in compose if k.startswith("AIRFLOW__")} >= {
         "AIRFLOW__CORE__EXECUTOR", "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "AIRFLOW__CORE__EXECUTION_API_SERVER_URL"}
     assert compose["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
