@@ -55,7 +55,7 @@ def ensure_oracle_venv(venv: Path = ORACLE_VENV) -> Path:
         return python
     # parallel test workers: one creates the venv, the others wait for it and then find it ready
     venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / f".{venv.name}.lock", "w") as lock:
+    with open(venv.with_name(venv.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         return _create_oracle_venv(venv, python)
 
