@@ -248,13 +248,14 @@ def ratios(runs: list[SparkRun]) -> list[str]:
         if len(by_channels) >= 2 and by_channels[0][1] != by_channels[-1][1]:
             few, many = mine[by_channels[0]], mine[by_channels[-1]]
             per_record = many.per_100k(_total(many)) / few.per_100k(_total(few))
-            extra_tasks = many.tasks - few.tasks
+            extra = many.channels - few.channels
             out.append(f"- {phase_label}, {few.channels} → {many.channels} channels: CPU per record {per_record:.2f}x, "
                        f"Spark tasks {few.tasks} → {many.tasks}, heartbeats per second "
                        f"{few.requests.get(APIS[1], 0) / few.wall_s:.2f} → "
-                       f"{many.requests.get(APIS[1], 0) / many.wall_s:.2f}"
-                       + (f"; each further task cost {1000 * (_total(many) - _total(few)) / extra_tasks:.0f} "
-                          "ms of CPU (driver and executors)." if extra_tasks > 0 else "."))
+                       f"{many.requests.get(APIS[1], 0) / many.wall_s:.2f}; each further channel cost "
+                       f"{1000 * (_total(many) - _total(few)) / extra:.0f} ms of CPU (JVM, driver and executors; "
+                       f"executor Python alone "
+                       f"{1000 * (many.cpu_s['executor python'] - few.cpu_s['executor python']) / extra:.0f} ms).")
     return out
 
 
