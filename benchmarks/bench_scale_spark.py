@@ -13,6 +13,11 @@ runs the executors' JVM side), of the driver's Python process and of the executo
 from /proc every 0.2 s; peak RSS of each; the records, rounds and the Python workers' peak RSS from the
 consumer's summary line; Spark tasks from the run's event log; the emulator's CPU and requests by API.
 
+``--compare-tree DIR`` also runs both phases of every point with the consumer of another checkout (an older
+revision with its C extension built in place: ``git archive REV | tar -x -C DIR`` and ``python -c "from setuptools
+import setup; setup()" build_ext --inplace`` there), on a second tunnel of the same table, so that both read the same
+data in one run; the two alternate which goes first at each point. Its rows are marked with ``--compare-label``.
+
 Writes ``benchmarks/results/scale-spark.md`` and ``benchmarks/results/scale-spark-*.png`` (``--no-write`` to
 only print).
 """
@@ -66,6 +71,7 @@ class SparkRun:
     task_rss_mb: float = 0.0
     emulator_cpu_s: float = 0.0
     requests: dict[str, int] = field(default_factory=dict)
+    code: str = "this tree"
 
     def per_100k(self, value: float) -> float:
         return value * 100_000 / self.records if self.records else 0.0
@@ -81,10 +87,26 @@ def classify(cmdline: str) -> str:
     return "other"
 
 
-def consumer_env(emu: EmulatorProcess) -> dict[str, str]:
+@dataclass(frozen=True)
+class Code:
+    """Which consumer a run submits: this tree's, or another checkout's (``tree``, put first on PYTHONPATH)."""
+
+    label: str = "this tree"
+    tree: Path | None = None
+    tunnel: str = TUNNEL
+
+    def application(self) -> str:
+        if self.tree is None:
+            return application_path()
+        return str(self.tree / Path(application_path()).relative_to(Path(__file__).resolve().parent.parent))
+
+
+def consumer_env(emu: EmulatorProcess, code: Code | None = None) -> dict[str, str]:
     """The consumer's credentials through the environment (never on the command line), the venv first."""
     bin_dir = str(Path(sys.executable).parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TABLESTORE_")}
+    if code is not None and code.tree is not None:  # the driver and (through Spark) the Python workers import it
+        env["PYTHONPATH"] = str(code.tree)
     env.update({"TABLESTORE_ENDPOINT": emu.endpoint, "TABLESTORE_INSTANCE": emu.instance,
                 "TABLESTORE_ACCESS_KEY_ID": emu.access_key_id, "TABLESTORE_ACCESS_KEY_SECRET": emu.access_key_secret,
                 "PATH": bin_dir + os.pathsep + env.get("PATH", ""), "PYSPARK_PYTHON": sys.executable,
@@ -93,64 +115,75 @@ def consumer_env(emu: EmulatorProcess) -> dict[str, str]:
 
 
 def run_phase(emu: EmulatorProcess, phase: str, rows: int, channels: int, work: Path, cutoff: str | None,
-              label: str | None = None) -> SparkRun:
-    """One ``spark-submit`` of ``phase``, recorded as ``label`` (default: the phase)."""
+              label: str | None = None, code: Code | None = None) -> SparkRun:
+    """One ``spark-submit`` of ``phase`` with ``code``'s consumer, recorded as ``label`` (default: the phase)."""
     assert emu.process is not None
     label = label or phase
-    events = work / f"events-{label}"
+    code = code or Code()
+    name = f"{label}-{code.tunnel}"
+    events = work / f"events-{name}"
     events.mkdir()
     cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
            "--conf", "spark.ui.enabled=false", "--conf", "spark.eventLog.enabled=true",
            "--conf", f"spark.eventLog.dir=file://{events}", "--conf", "spark.eventLog.compress=false",
-           "--conf", "spark.eventLog.rolling.enabled=false", application_path(),
-           "--table", TABLE, "--tunnel", TUNNEL, "--phase", phase, "--sink", "parquet",
-           "--sink-path", str(work / "changes"), "--summary-file", str(work / f"summary-{label}.json")]
+           "--conf", "spark.eventLog.rolling.enabled=false", code.application(),
+           "--table", TABLE, "--tunnel", code.tunnel, "--phase", phase, "--sink", "parquet",
+           "--sink-path", str(work / f"changes-{code.tunnel}"), "--summary-file", str(work / f"summary-{name}.json")]
     if cutoff:
         cmd += ["--cutoff", cutoff]
     emu.control.request_counts(reset=True)
     emu_cpu = process_cpu_s(emu.process.pid)
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, env=consumer_env(emu), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(cmd, env=consumer_env(emu, code), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     with TreeSampler(proc.pid, classify) as sampler:
         output, _ = proc.communicate(timeout=7200)
     wall = time.monotonic() - started
     if proc.returncode != 0:
         raise RuntimeError(f"{phase} phase failed ({proc.returncode}):\n{output[-4000:]}")
-    summary = json.loads((work / f"summary-{label}.json").read_text())
+    summary = json.loads((work / f"summary-{name}.json").read_text())
     tasks = sum(line.count('"Event":"SparkListenerTaskEnd"') for log in events.rglob("*") if log.is_file()
                 for line in log.read_text().splitlines())
     usage = sampler.usage()
     run = SparkRun(label, rows, channels, summary["records"], summary["rounds"], tasks, wall,
                    {k: usage.cpu_s.get(k, 0.0) for k in KINDS}, {k: usage.peak_rss_mb.get(k, 0.0) for k in KINDS},
                    summary["peak_task_rss_bytes"] / 2**20, process_cpu_s(emu.process.pid) - emu_cpu,
-                   emu.control.request_counts())
-    print(f"  {label}: {run.records:,} records, {run.rounds} rounds, {run.tasks} tasks, {wall:.1f} s, CPU "
+                   emu.control.request_counts(), code.label)
+    print(f"  {label} ({code.label}): {run.records:,} records, {run.rounds} rounds, {run.tasks} tasks, {wall:.1f} s, "
+          "CPU "
           + ", ".join(f"{k} {v:.1f}" for k, v in run.cpu_s.items()), flush=True)
     return run
 
 
-def measure_point(rows: int, channels: int) -> list[SparkRun]:
+def measure_point(rows: int, channels: int, other: Code | None = None, other_first: bool = False
+                  ) -> list[SparkRun]:
+    """Both phases (and the start-up run) at one point; with ``other``, its consumer too, on its own tunnel of
+    the same table, before or after this tree's in each phase."""
     args = ["--stream-partitions", str(channels), "--base-channel-rows", str(-(-rows // channels)),
             "--log-level", "WARNING"]
     with EmulatorProcess(extra_args=args) as emu, TableClient(**emu.client_kwargs) as tables, \
             TunnelClient(**emu.client_kwargs) as tunnels, tempfile.TemporaryDirectory(prefix="scale-spark-") as tmp:
         started = time.monotonic()
         load_user_rows(tables, TABLE, rows, stream=StreamSpec(enabled=True, expiration_hours=24))
-        tunnels.create_tunnel(TABLE, TUNNEL, TunnelType.BASE_AND_STREAM)
+        codes = [Code()]
+        if other is not None:
+            codes.insert(0 if other_first else 1, other)
+        for code in codes:
+            tunnels.create_tunnel(TABLE, code.tunnel, TunnelType.BASE_AND_STREAM)
         keys = range(0, rows, CHANGES_FRACTION)
         tables.write_rows(RowWrite(TABLE, WriteType.UPDATE, (("id", i),), (Column("score", -i),)) for i in keys)
         time.sleep(1.0)
         cutoff = datetime.now(UTC).isoformat()
         print(f"  loaded {rows:,} rows + {len(keys):,} changes at {channels} channels in "
               f"{time.monotonic() - started:.0f} s", flush=True)
-        full = run_phase(emu, "full", rows, channels, Path(tmp), None)
-        incremental = run_phase(emu, "incremental", rows, channels, Path(tmp), cutoff)
+        full = [run_phase(emu, "full", rows, channels, Path(tmp), None, code=code) for code in codes]
+        incremental = [run_phase(emu, "incremental", rows, channels, Path(tmp), cutoff, code=code) for code in codes]
         # the same window again: nothing left to read (the run checks the tunnel and stops before Spark starts)
         startup = run_phase(emu, "incremental", rows, channels, Path(tmp), cutoff, label="start-up")
-    if full.records != rows or incremental.records != len(keys):
-        raise RuntimeError(f"records {full.records} + {incremental.records}, expected {rows} + {len(keys)}")
-    return [full, incremental, startup]
+    for f, i in zip(full, incremental, strict=True):
+        if f.records != rows or i.records != len(keys):
+            raise RuntimeError(f"{f.code}: records {f.records} + {i.records}, expected {rows} + {len(keys)}")
+    return [*full, *incremental, startup]
 
 
 def report(runs: list[SparkRun], command: str) -> str:
@@ -172,14 +205,15 @@ def report(runs: list[SparkRun], command: str) -> str:
         "ratios compare totals, and the cost of one more task is the difference of two points over their "
         "difference in tasks. 2 vCPUs shared by Spark and the emulator.",
         "",
-        "| phase | rows | channels | records | rounds | Spark tasks | wall s | JVM CPU-s / 100k | driver Python "
+        "| code | phase | rows | channels | records | rounds | Spark tasks | wall s | JVM CPU-s / 100k | driver Python "
         "CPU-s / 100k | executor Python CPU-s / 100k | JVM peak MB | driver Python peak MB | task RSS MB "
         "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / s | Checkpoint / 100k | GetCheckpoint / 100k |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
         lines.append(
-            f"| {r.phase} | {r.rows:,} | {r.channels} | {r.records:,} | {r.rounds} | {r.tasks} | {r.wall_s:.1f} "
+            f"| {r.code} | {r.phase} | {r.rows:,} | {r.channels} | {r.records:,} | {r.rounds} | {r.tasks} "
+            f"| {r.wall_s:.1f} "
             f"| {r.per_100k(r.cpu_s['jvm']):.2f} | {r.per_100k(r.cpu_s['driver python']):.2f} "
             f"| {r.per_100k(r.cpu_s['executor python']):.2f} | {r.peak_rss_mb['jvm']:.0f} "
             f"| {r.peak_rss_mb['driver python']:.0f} | {r.task_rss_mb:.0f} | {r.per_100k(r.emulator_cpu_s):.2f} "
@@ -196,14 +230,17 @@ def _total(run: SparkRun) -> float:
 
 
 def ratios(runs: list[SparkRun]) -> list[str]:
-    """10x rows (CPU and wall at most 10.5x, memory within 1.2x) and 256 vs 4 channels (CPU per record)."""
+    """10x rows (CPU and wall at most 10.5x, memory within 1.2x) and 256 vs 4 channels (CPU per record), for
+    each consumer code measured."""
     out = []
-    for phase in ("full", "incremental"):
-        mine = {(r.rows, r.channels): r for r in runs if r.phase == phase}
+    codes = list(dict.fromkeys(r.code for r in runs))
+    for code, phase in ((c, p) for c in codes for p in ("full", "incremental")):
+        mine = {(r.rows, r.channels): r for r in runs if r.phase == phase and r.code == code}
+        phase_label = phase if len(codes) == 1 else f"{code}, {phase}"
         rows_points = sorted(k for k in mine if k[1] == 16)
         if len(rows_points) >= 2:
             small, big = mine[rows_points[0]], mine[rows_points[-1]]
-            out.append(f"- {phase}, {big.rows / small.rows:.0f}x rows: CPU {_total(big) / _total(small):.2f}x "
+            out.append(f"- {phase_label}, {big.rows / small.rows:.0f}x rows: CPU {_total(big) / _total(small):.2f}x "
                        f"(executors {big.cpu_s['executor python'] / small.cpu_s['executor python']:.2f}x), wall "
                        f"{big.wall_s / small.wall_s:.2f}x, task RSS {big.task_rss_mb / small.task_rss_mb:.2f}x, "
                        f"JVM peak {big.peak_rss_mb['jvm'] / small.peak_rss_mb['jvm']:.2f}x.")
@@ -211,13 +248,14 @@ def ratios(runs: list[SparkRun]) -> list[str]:
         if len(by_channels) >= 2 and by_channels[0][1] != by_channels[-1][1]:
             few, many = mine[by_channels[0]], mine[by_channels[-1]]
             per_record = many.per_100k(_total(many)) / few.per_100k(_total(few))
-            extra_tasks = many.tasks - few.tasks
-            out.append(f"- {phase}, {few.channels} → {many.channels} channels: CPU per record {per_record:.2f}x, "
+            extra = many.channels - few.channels
+            out.append(f"- {phase_label}, {few.channels} → {many.channels} channels: CPU per record {per_record:.2f}x, "
                        f"Spark tasks {few.tasks} → {many.tasks}, heartbeats per second "
                        f"{few.requests.get(APIS[1], 0) / few.wall_s:.2f} → "
-                       f"{many.requests.get(APIS[1], 0) / many.wall_s:.2f}"
-                       + (f"; each further task cost {1000 * (_total(many) - _total(few)) / extra_tasks:.0f} "
-                          "ms of CPU (driver and executors)." if extra_tasks > 0 else "."))
+                       f"{many.requests.get(APIS[1], 0) / many.wall_s:.2f}; each further channel cost "
+                       f"{1000 * (_total(many) - _total(few)) / extra:.0f} ms of CPU (JVM, driver and executors; "
+                       f"executor Python alone "
+                       f"{1000 * (many.cpu_s['executor python'] - few.cpu_s['executor python']) / extra:.0f} ms).")
     return out
 
 
@@ -233,8 +271,10 @@ def charts(runs: list[SparkRun]) -> None:
         if len({getattr(r, axis) for r in points}) < 2:
             continue
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-        for phase in ("full", "incremental"):
-            mine = sorted((r for r in points if r.phase == phase), key=lambda r: getattr(r, axis))
+        codes = list(dict.fromkeys(r.code for r in points))
+        for code, phase in ((c, p) for c in codes for p in ("full", "incremental")):
+            mine = sorted((r for r in points if r.phase == phase and r.code == code), key=lambda r: getattr(r, axis))
+            phase = phase if len(codes) == 1 else f"{code}, {phase}"
             xs = [getattr(r, axis) for r in mine]
             if axis == "rows":
                 left.plot(xs, [_total(r) for r in mine], marker="o", label=f"{phase}: CPU-s")
@@ -261,6 +301,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every row count")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--report-only", action="store_true", help="rebuild the report and charts from the last JSON")
+    ap.add_argument("--compare-tree", type=Path, help="also run the consumer of this checkout (see above)")
+    ap.add_argument("--compare-label", default="other tree", help="how the report names --compare-tree's rows")
     args = ap.parse_args(argv)
     if args.report_only:
         runs = [SparkRun(**r) for r in json.loads((RESULTS / "scale-spark.json").read_text())]
@@ -273,11 +315,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         points += ROWS_POINTS
     if args.axis in ("channels", "both"):
         points += CHANNEL_POINTS
+    other = Code(args.compare_label, args.compare_tree.resolve(), TUNNEL + "_other") if args.compare_tree else None
     runs = []
-    for rows, channels in points:
+    for number, (rows, channels) in enumerate(points):
         rows = int(rows * args.scale)
         print(f"== {rows:,} rows, {channels} channels", flush=True)
-        runs += measure_point(rows, channels)
+        runs += measure_point(rows, channels, other, other_first=number % 2 == 0)
         if not args.no_write:  # kept after every point: a long run stopped midway keeps what it measured
             (RESULTS / "scale-spark.json").write_text(json.dumps([asdict(r) for r in runs], indent=1))
     command = "python -m benchmarks.bench_scale_spark " + " ".join(sys.argv[1:])

@@ -34,6 +34,7 @@ SECTIONS = [
     ("datasource", "Spark data source"),
     ("stream", "Spark streaming source"),
     ("stream_floor", "Spark streaming source: the floor"),
+    ("stream-planner", "Spark streaming source: the planner against channels"),
     ("spark-fencing", "Spark consumer before/after fencing"),
     ("spark-fencing-sink", "Tablestore sink fence cost"),
     ("memory", "Spark consumer memory"),

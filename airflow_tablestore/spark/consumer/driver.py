@@ -1,9 +1,10 @@
 """The driver loop: check the tunnel, then run bounded rounds until the phase is done.
 
-A round: heartbeat → GetCheckpoint of the OPEN channels of the phase → one Spark job (``mapInArrow``, one task
-per channel) that reads and writes to the sink → only then Checkpoint the new tokens and report finished
-channels TERMINATED. Full phase: until every BaseData channel is TERMINATED and the tunnel reached
-ProcessStream. Incremental phase: until the tunnel consume point (slowest stream channel) reaches the cutoff.
+A round: heartbeat → GetCheckpoint of the OPEN channels of the phase → one Spark job (``mapInArrow``, a bounded
+number of tasks, each reading its share of the channels) that reads and writes to the sink → only then Checkpoint
+the new tokens and report finished channels TERMINATED. Full phase: until every BaseData channel is TERMINATED and
+the tunnel reached ProcessStream. Incremental phase: until the tunnel consume point (slowest stream channel) reaches
+the cutoff.
 
 What a run reports (its summary, its error types and messages) is :mod:`.outcome`.
 """
@@ -38,7 +39,7 @@ from airflow_tablestore.spark.consumer.outcome import (
     is_wrapped_resource_gone,
     resource_gone_line,
 )
-from airflow_tablestore.spark.consumer.reader import ChannelTask, RoundPlan, round_function
+from airflow_tablestore.spark.consumer.reader import ChannelTask, RoundPlan, partition_count, round_function
 from airflow_tablestore.spark.consumer.round_progress import DEFAULT_INTERVAL_S, RoundProgress
 from airflow_tablestore.spark.consumer.round_result import ChannelResult
 from airflow_tablestore.spark.sinks.protocol import Sink
@@ -55,10 +56,16 @@ def _fmt_ns(ns: int) -> str:
 
 
 def spark_round(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
-    """Run a round as one Spark job: one ``mapInArrow`` task per channel; returns the control rows."""
-    n = len(plan.tasks)
+    """Run a round as one Spark job of ``plan.partitions`` ``mapInArrow`` tasks; returns the control rows."""
+    n = plan.partitions
     frame = spark.range(0, n, 1, numPartitions=n).mapInArrow(round_function(plan), ChannelResult.DDL)
     return [ChannelResult.from_row(row.asDict()) for row in frame.collect()]
+
+
+def task_slots(spark: Any) -> int:
+    """Spark's default parallelism (the executors' cores), or 1 for a runner without a Spark session."""
+    context = getattr(spark, "sparkContext", None)
+    return int(context.defaultParallelism) if context is not None else 1
 
 
 class ConsumerJob:
@@ -275,7 +282,7 @@ class ConsumerJob:
         started = time.monotonic()
         channels = self._select(channels)
         checkpoints = self._checkpoints(session, channels)
-        plan = self._round_plan(session, checkpoints)
+        plan = self._round_plan(session, checkpoints, task_slots(spark))
         session.begin_round(channels)
         planned = time.monotonic()
         try:
@@ -309,15 +316,17 @@ class ConsumerJob:
             self.sink.recover(channel_id, token, sequence)
         return checkpoints
 
-    def _round_plan(self, session: RoundSession, checkpoints: dict[str, tuple[str, int]]) -> RoundPlan:
-        """What the Spark tasks of a round need: one read assignment per channel, the sink and the limits."""
+    def _round_plan(self, session: RoundSession, checkpoints: dict[str, tuple[str, int]], slots: int
+                    ) -> RoundPlan:
+        """What the Spark tasks of a round need: one read assignment per channel, how many tasks share them,
+        the sink and the limits."""
         options = self.options
         incremental = options.phase == "incremental"
         tasks = tuple(ChannelTask(channel_id, token, incremental, sequence)
                       for channel_id, (token, sequence) in checkpoints.items())
         return RoundPlan(self.settings, session.tunnel.tunnel_id, session.client_id, tasks, self.sink,
                          options.records_per_channel, options.cutoff_us, options.request_timeout,
-                         options.bytes_per_channel)
+                         options.bytes_per_channel, partition_count(len(tasks), options.tasks_per_round, slots))
 
     def _commit(self, session: RoundSession, read: list[ChannelResult],
                 checkpoints: dict[str, tuple[str, int]]) -> int:

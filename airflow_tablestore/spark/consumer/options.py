@@ -42,6 +42,7 @@ class JobOptions:
     records_per_channel: int = 50_000
     bytes_per_channel: int = 256 * 1024 * 1024
     max_parallel_channels: int = 0
+    tasks_per_round: int = 0
     heartbeat_interval: float = 5.0
     client_timeout: int = 60
     idle_wait: float = 1.0
@@ -137,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "bounds a task's work for large rows (default %(default)s = 256 MiB)")
     p.add_argument("--max-parallel-channels", type=_non_negative_int, default=0,
                    help="channels read per round, 0 = all open channels (default)")
+    p.add_argument("--tasks-per-round", type=_non_negative_int, default=0,
+                   help="Spark tasks a round's channels are split over, each task reading its channels one after "
+                   "another; 0 = 4 per task slot (Spark's default parallelism, the executors' cores), never more "
+                   "than the channels (default)")
     p.add_argument("--heartbeat-interval", type=_positive_float, default=5.0,
                    help="seconds between tunnel heartbeats (default %(default)s)")
     p.add_argument("--client-timeout", type=_positive_int, default=60,
@@ -193,6 +198,7 @@ def parse_args(argv: Sequence[str] | None = None) -> JobOptions:
         records_per_channel=ns.records_per_channel,
         bytes_per_channel=ns.bytes_per_channel,
         max_parallel_channels=ns.max_parallel_channels,
+        tasks_per_round=ns.tasks_per_round,
         heartbeat_interval=ns.heartbeat_interval,
         client_timeout=ns.client_timeout,
         idle_wait=ns.idle_wait,

@@ -1,7 +1,8 @@
-"""Executor side of a round: read one channel from its server checkpoint and hand the records to the sink.
+"""Executor side of a round: read channels from their server checkpoints and hand the records to the sink.
 
 A round is planned on the driver as a picklable :class:`RoundPlan`; Spark runs :func:`round_function` through
-``mapInArrow`` over one row per channel, and every task returns one Arrow **control row**
+``mapInArrow`` over one row per Spark task, each task reads its share of the round's channels one after another
+(:meth:`RoundPlan.assigned`), and returns one Arrow **control row** per channel
 (:class:`~airflow_tablestore.spark.consumer.round_result.ChannelResult`: next token, finished, record count, max
 sequence timestamp, timings) that the driver checkpoints once the whole round succeeded.
 """
@@ -51,6 +52,26 @@ class RoundPlan:
     cutoff_us: int | None = None
     request_timeout: float = 60.0
     max_bytes: int = 256 * 1024 * 1024
+    partitions: int = 1
+    """Spark tasks of the round (:func:`partition_count`); task ``p`` reads ``tasks[p::partitions]``."""
+
+    def assigned(self, partition: int) -> tuple[ChannelTask, ...]:
+        """The channels Spark task ``partition`` reads, in order (every ``partitions``-th channel: a task's
+        share is spread over the plan, not a block of it)."""
+        return self.tasks[partition::self.partitions]
+
+
+TASKS_PER_SLOT = 4
+"""Default Spark tasks per round per task slot (executor core): enough to even out channels of unequal size
+over the slots, few enough that a task's fixed cost (Spark's scheduling, the Python worker's set-up, the
+client) is paid once for many channels, not once per channel."""
+
+
+def partition_count(channels: int, tasks_per_round: int, slots: int) -> int:
+    """Spark tasks of a round of ``channels`` channels: ``tasks_per_round`` (``--tasks-per-round``) or, when
+    0, :data:`TASKS_PER_SLOT` × ``slots`` (Spark's default parallelism), and never more than the channels."""
+    limit = tasks_per_round or TASKS_PER_SLOT * max(1, slots)
+    return max(1, min(channels, limit))
 
 
 def read_channel(client: Any, plan: RoundPlan, task: ChannelTask) -> ChannelResult:
@@ -139,16 +160,18 @@ def read_channel_isolated(client: Any, plan: RoundPlan, task: ChannelTask) -> Ch
 
 
 def round_function(plan: RoundPlan) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function of a round: input rows carry an ``id`` indexing ``plan.tasks``."""
+    """The ``mapInArrow`` function of a round: input rows carry an ``id``, the Spark task's partition number
+    (:meth:`RoundPlan.assigned`); one client serves all the channels a task reads."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         client = None
         try:
             for batch in batches:
-                for index in batch.column("id").to_pylist():
-                    if client is None:
-                        client = plan.settings.tunnel_client(timeout=plan.request_timeout)
-                    yield read_channel_isolated(client, plan, plan.tasks[int(index)]).to_batch()
+                for partition in batch.column("id").to_pylist():
+                    for task in plan.assigned(int(partition)):
+                        if client is None:
+                            client = plan.settings.tunnel_client(timeout=plan.request_timeout)
+                        yield read_channel_isolated(client, plan, task).to_batch()
         finally:
             if client is not None:
                 client.close()
@@ -157,7 +180,8 @@ def round_function(plan: RoundPlan) -> Callable[[Iterator[pa.RecordBatch]], Iter
 
 
 def run_round_locally(plan: RoundPlan) -> list[ChannelResult]:
-    """Run a round without Spark, sequentially (tests, and the TunnelWorker-free baseline)."""
+    """Run a round without Spark, its partitions one after another (tests, and the TunnelWorker-free
+    baseline)."""
     fn = round_function(plan)
-    ids = pa.RecordBatch.from_pydict({"id": list(range(len(plan.tasks)))})
+    ids = pa.RecordBatch.from_pydict({"id": list(range(plan.partitions))})
     return [ChannelResult.from_row(row) for batch in fn(iter([ids])) for row in batch.to_pylist()]

@@ -1,8 +1,8 @@
 """A progress line every few seconds while a Spark round runs, so a long round is not silent in the task log.
 
-A round is one Spark job (one task per channel) whose records only reach the driver when it ends; meanwhile the
-driver can see how many channel tasks finished (Spark's status tracker) and, for stream channels, how far the
-slowest one has been checkpointed (DescribeTunnel).
+A round is one Spark job (a bounded number of tasks, each reading some of the channels) whose records only reach
+the driver when it ends; meanwhile the driver can see how many of its tasks finished (Spark's status tracker) and,
+for stream channels, how far the slowest one has been checkpointed (DescribeTunnel).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class RoundProgress:
         """The progress line for now."""
         elapsed = time.monotonic() - self._started
         tasks = tasks_done(self.spark)
-        done = f"{tasks[0]}/{tasks[1]} channel tasks done" if tasks and tasks[1] else f"{self.channels} channels"
+        done = f"{tasks[0]}/{tasks[1]} Spark tasks done" if tasks and tasks[1] else f"{self.channels} channels"
         try:
             lag = self.lag_line()
         except Exception as exc:  # a DescribeTunnel hiccup must not disturb the round

@@ -191,11 +191,12 @@ class StreamPlanner:
 
     def _commit(self, channels: dict[str, dict[str, Any]]) -> None:
         session = self._session()
+        finished = False
         for cid, data in sorted(channels.items()):
             span = Span.from_dict(data)
             end = self.resolve(cid, span)
             try:
-                self._store_checkpoint(session, cid, end.position)
+                finished = self._store_checkpoint(session, cid, end.position) or finished
             except ResourceGoneError as exc:
                 log.info("channel %s is not ours right now (%s): its checkpoint moves when it is", cid, exc)
                 self._checkpoints.pop(cid, None)
@@ -205,27 +206,33 @@ class StreamPlanner:
             if previous and previous != key:
                 self.store.delete_end(self.tunnel_id, previous)
             self._committed_keys[cid] = key
+        if finished:
+            # report TERMINATED now, once for all the channels this commit finished (a heartbeat carries every
+            # channel's state): the next channels open sooner
+            session.heartbeat()
 
-    def _store_checkpoint(self, session: RoundSession, cid: str, position: Position) -> None:
+    def _store_checkpoint(self, session: RoundSession, cid: str, position: Position) -> bool:
+        """Move the channel's server checkpoint to ``position``; True when that finished the channel now."""
         known, sequence = self._checkpoint_of(cid)
         if known == position:
             if position.finished:
                 session.mark_finished(cid)
-            return
+            return False
         if known.finished:
-            return
+            return False
         if known.token != position.token:
             self.store.put_checkpoint(self.tunnel_id, cid, position, sequence + 1, previous=(known, sequence))
             if not session.commit(cid, known.token, sequence, position.token):
                 self._checkpoints.pop(cid, None)
-                return
+                return False
             sequence += 1
         else:  # the same token further on: only the skip moves (a checkpoint holds a token only)
             self.store.put_checkpoint(self.tunnel_id, cid, position, sequence)
         self._checkpoints[cid] = (position, sequence)
         if position.finished:
             session.mark_finished(cid)
-            session.heartbeat()  # report TERMINATED now: the next channels open sooner
+            return True
+        return False
 
     def _position(self, cid: str, channels: dict[str, dict[str, Any]]) -> tuple[Position, Span | None]:
         """The channel's position now, and the span that led there (None: from its server checkpoint)."""

@@ -16,7 +16,7 @@ from airflow_tablestore.client.settings import ConnectionSettings
 from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.consumer.driver import ConsumerJob, JobError
 from airflow_tablestore.spark.consumer.options import parse_args
-from airflow_tablestore.spark.consumer.reader import RoundPlan, run_round_locally
+from airflow_tablestore.spark.consumer.reader import RoundPlan, partition_count, run_round_locally
 from airflow_tablestore.spark.consumer.round_result import ChannelResult
 from airflow_tablestore.spark.sinks.parquet import ParquetSink, read_change_log
 from airflow_tablestore.spark.sinks.tablestore import TablestoreSink
@@ -124,6 +124,44 @@ def test_max_parallel_channels_rotates_through_channels(tablestore_client: Any, 
     assert set(seen) == {1} and len(seen) == 5  # channels of 400, 400, 100 rows; 250 per round, one per round
     assert summary.records == ROWS
     assert len(arrow_to_records(read_change_log(str(tmp_path)))) == ROWS
+
+
+@pytest.mark.parametrize(("channels", "tasks_per_round", "slots", "expected"), [
+    (256, 0, 2, 8),  # default: 4 per task slot
+    (4, 0, 2, 4),  # never more tasks than channels
+    (256, 3, 2, 3),  # --tasks-per-round
+    (256, 0, 0, 4),  # no slot count known: as one slot
+    (0, 0, 2, 1),
+])
+def test_partition_count(channels: int, tasks_per_round: int, slots: int, expected: int) -> None:
+    assert partition_count(channels, tasks_per_round, slots) == expected
+
+
+def test_tasks_per_round_shares_the_channels_among_fewer_tasks(tablestore_client: Any,
+                                                                 tablestore_tunnel_client: Any,
+                                                                 settings: ConnectionSettings, unique: Any,
+                                                                 tmp_path: Path) -> None:
+    """Three channels over two Spark tasks: every channel is read by exactly one task of the round, and the
+    change log holds every row once."""
+    src, tunnel = unique("src"), unique("tun")
+    make_source(tablestore_client, tablestore_tunnel_client, src, tunnel, ROWS)
+    shares: list[list[tuple[str, ...]]] = []
+
+    def runner(spark: Any, plan: RoundPlan) -> list[ChannelResult]:
+        shares.append([tuple(t.channel_id for t in plan.assigned(p)) for p in range(plan.partitions)])
+        rows = run_round_locally(plan)
+        assert sorted(r.channel_id for r in rows) == sorted(t.channel_id for t in plan.tasks)
+        return rows
+
+    options = parse_args(["--table", src, "--tunnel", tunnel, "--phase", "full", "--sink", "parquet",
+                          "--sink-path", str(tmp_path), "--tasks-per-round", "2", "--records-per-channel", "250",
+                          "--heartbeat-interval", "1", "--idle-wait", "0.2"])
+    summary = ConsumerJob(options, settings, ParquetSink(str(tmp_path)), lambda: "no-spark", runner=runner).run()
+    first = shares[0]
+    assert len(first) == 2 and sorted(c for share in first for c in share) == sorted(set(c for s in first for c in s))
+    assert [len(share) for share in first] == [2, 1]  # channels of 400, 400, 100 rows
+    records = arrow_to_records(read_change_log(str(tmp_path)))
+    assert summary.records == ROWS == len(records) == len({tuple(r.primary_key) for r in records})
 
 
 def test_missing_tunnel_is_a_clear_error(tablestore_client: Any, settings: ConnectionSettings, unique: Any,

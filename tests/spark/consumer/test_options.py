@@ -18,11 +18,12 @@ BASE = ["--table", "src", "--tunnel", "t"]
 def test_incremental_parquet_options() -> None:
     opts = parse_args([*BASE, "--phase", "incremental", "--cutoff", "2026-11-21T12:00:00Z",
                        "--sink", "parquet", "--sink-path", "/tmp/x", "--records-per-channel", "10",
-                       "--max-parallel-channels", "3"])
+                       "--max-parallel-channels", "3", "--tasks-per-round", "5"])
     assert opts.phase == "incremental" and opts.sink == "parquet" and opts.sink_path == "/tmp/x"
     assert opts.cutoff == datetime(2026, 11, 21, 12, tzinfo=UTC)
     assert opts.cutoff_us == int(datetime(2026, 11, 21, 12, tzinfo=UTC).timestamp()) * 1_000_000
-    assert opts.records_per_channel == 10 and opts.max_parallel_channels == 3
+    assert opts.records_per_channel == 10 and opts.max_parallel_channels == 3 and opts.tasks_per_round == 5
+    assert parse_args([*BASE, "--phase", "full", "--sink", "parquet", "--sink-path", "p"]).tasks_per_round == 0
 
 
 @pytest.mark.parametrize(
