@@ -8,14 +8,16 @@ Points (``--scale`` multiplies every row count; the issue's points are ``--scale
 * channels: 4, 64 and 256 channels (stream partitions and base channels alike) at 1,000,000 rows.
 
 At each point one emulator process serves a table of ``rows`` rows (int key, four small columns) with its stream
-on. One BaseAndStream tunnel per measured client is created, then ``rows / 4`` updates are written, so every
-tunnel holds the same ``rows`` base records and ``rows / 4`` stream records. Each client drains its tunnel in a
-child process of its own (a TunnelWorker with the default configuration and a no-op processor), timed from
-``start()`` to its last record: CPU seconds of the client process (all its threads), wall time, the peak number
-of threads (sampled every 20 ms), peak RSS, and the emulator's CPU seconds and requests by API over the same span
-(the emulator's control op ``requests``). ``--client-tree DIR`` adds a second client: the same child run from
-another checkout (a git worktree of an older revision, with the compiled decoder copied in), so a change is
-measured before and after on the same data in one run.
+on: the rows are loaded once per row count and cached (:mod:`benchmarks.scale_data`), and the point's emulator runs
+on a copy with ``channels`` stream partitions. One BaseAndStream tunnel per measured client is created, then
+``rows / 4`` updates are written, so every tunnel holds the same ``rows`` base records and ``rows / 4`` stream
+records. Each client drains its tunnel in a child process of its own (a TunnelWorker with the default
+configuration and a no-op processor), timed from ``start()`` to its last record: CPU seconds of the client
+process (all its threads), wall time, the peak number of threads (sampled every 20 ms), peak RSS, and the
+emulator's CPU seconds and requests by API over the same span (the emulator's control op ``requests``).
+``--client-tree DIR`` adds a second client: the same child run from another checkout (a git worktree of an older
+revision, with the compiled decoder copied in), so a change is measured before and after on the same data in one
+run.
 
 The run writes ``benchmarks/results/scale.md`` and the charts ``benchmarks/results/scale-*.png`` (``--no-write``
 to only print).
@@ -36,19 +38,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_tablestore.client.model import Column, RowWrite, StreamSpec, TunnelType, WriteType
+from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
-from airflow_tablestore.emulator.testing import EmulatorProcess
-from benchmarks.common import ROOT, load_user_rows
+from benchmarks.common import ROOT
 from benchmarks.processes import process_cpu_s
 
-TABLE = "bench_scale"
 RESULTS = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS / "scale.md"
 ROWS_POINTS = ((250_000, 16), (2_500_000, 16))
 CHANNEL_POINTS = ((1_000_000, 4), (1_000_000, 64), (1_000_000, 256))
-CHANGES_FRACTION = 4
 TUNNEL_APIS = ("/tunnel/readrecords", "/tunnel/heartbeat", "/tunnel/checkpoint", "/tunnel/getcheckpoint")
 
 
@@ -110,25 +109,20 @@ def worker_config() -> Any:
     return TunnelWorkerConfig(heartbeat_interval_s=5, client_tag="bench", progress_log_interval_s=3600)
 
 
-def write_changes(tables: TableClient, rows: int) -> int:
-    """Update every ``CHANGES_FRACTION``-th row once (one stream record each); returns how many."""
-    keys = range(0, rows, CHANGES_FRACTION)
-    tables.write_rows(RowWrite(TABLE, WriteType.UPDATE, (("id", i),), (Column("score", -i),)) for i in keys)
-    return len(keys)
-
-
 def measure_point(rows: int, channels: int, clients: dict[str, Path]) -> list[Measurement]:
-    args = ["--stream-partitions", str(channels), "--base-channel-rows", str(-(-rows // channels)),
-            "--log-level", "WARNING"]
-    with EmulatorProcess(extra_args=args) as emu, TableClient(**emu.client_kwargs) as tables, \
-            TunnelClient(**emu.client_kwargs) as tunnels:
+    # imported here: the child runs this file from older trees, whose benchmarks package may not have it
+    from benchmarks.scale_data import TABLE, scale_point, write_changes
+
+    with scale_point(rows, channels) as point, TableClient(**point.emulator.client_kwargs) as tables, \
+            TunnelClient(**point.emulator.client_kwargs) as tunnels:
+        emu = point.emulator
         started = time.monotonic()
-        load_user_rows(tables, TABLE, rows, stream=StreamSpec(enabled=True, expiration_hours=24))
         tunnel_ids = {name: tunnels.create_tunnel(TABLE, f"scale_{name}", TunnelType.BASE_AND_STREAM)
                       for name in clients}
         changes = write_changes(tables, rows)
-        print(f"  loaded {rows:,} rows + {changes:,} changes at {channels} channels in "
-              f"{time.monotonic() - started:.0f} s", flush=True)
+        print(f"  {rows:,} rows at {channels} channels: base load {point.load_s:.0f} s (0: cached), copy and "
+              f"stream on {point.copy_s:.1f} s, tunnels + {changes:,} changes {time.monotonic() - started:.0f} s",
+              flush=True)
         assert emu.process is not None
         results = []
         for name, tree in clients.items():
@@ -155,6 +149,8 @@ def measure_point(rows: int, channels: int, clients: dict[str, Path]) -> list[Me
 
 
 def report(results: list[Measurement], command: str, clients: dict[str, Path]) -> str:
+    from benchmarks.scale_data import CHANGES_FRACTION
+
     lines = [
         "# Scale: the TunnelWorker's cost against rows and channels",
         "",
@@ -180,7 +176,9 @@ def report(results: list[Measurement], command: str, clients: dict[str, Path]) -
             f"| {m.records / m.wall_s:,.0f} | {m.peak_threads} | {m.peak_rss_mb:.0f} "
             f"| {m.per_100k(m.emulator_cpu_s):.3f} | " + " | ".join(per_api) + " |")
     lines += ["", *ratios(results), ""]
-    for chart in sorted(RESULTS.glob("scale-*.png")):
+    for chart in (RESULTS / "scale-rows.png", RESULTS / "scale-channels.png"):
+        if not chart.exists():
+            continue
         lines += [f"![{chart.stem}](benchmarks/results/{chart.name})", ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -284,6 +282,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows = int(rows * args.scale)
         print(f"== {rows:,} rows, {channels} channels", flush=True)
         results += measure_point(rows, channels, clients)
+        if not args.no_write:  # kept after every point: a long run stopped midway keeps what it measured
+            (RESULTS / "scale.json").write_text(json.dumps([asdict(m) for m in results], indent=1))
     command = "python -m benchmarks.bench_scale " + " ".join(sys.argv[1:])
     text = report(results, command, clients)
     print(text)
