@@ -285,7 +285,7 @@ def _pool_manager(base: str, pool_size: int, timeout: tuple[float, float]) -> ur
     host = urlsplit(base).hostname or ""
     proxies = urllib.request.getproxies_environment()
     proxy = proxies.get(urlsplit(base).scheme) or proxies.get("all")
-    if proxy and not urllib.request.proxy_bypass_environment(host, proxies):
+    if proxy and not urllib.request.proxy_bypass(host):
         return urllib3.ProxyManager(proxy, **options)
     return urllib3.PoolManager(**options)
 
