@@ -48,6 +48,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS / "scale.md"
 ROWS_POINTS = ((250_000, 16), (2_500_000, 16))
 CHANNEL_POINTS = ((1_000_000, 4), (1_000_000, 64), (1_000_000, 256))
+STREAM_WORKER = "StreamWorker"
+STREAM_STATUS_TABLE = "bench_scale_status"
+STREAM_APIS = ("/GetStreamRecord", "/GetShardIterator", "/UpdateRow")
 TUNNEL_APIS = ("/tunnel/readrecords", "/tunnel/heartbeat", "/tunnel/checkpoint", "/tunnel/getcheckpoint")
 
 
@@ -71,9 +74,9 @@ class Measurement:
 
 
 def child() -> None:
-    """Drain the tunnel of ``BENCH_SCALE_SPEC`` with a default TunnelWorker and a no-op processor; print JSON."""
-    from airflow_tablestore.client.tunnel.worker import TunnelWorker
-    from benchmarks.common import CountingChannelProcessor, RecordCounter
+    """Drain what ``BENCH_SCALE_SPEC`` names with a default worker and a no-op processor; print JSON: the
+    TunnelWorker its tunnel, the StreamWorker (``"system": "StreamWorker"``) the table's stream."""
+    from benchmarks.common import RecordCounter
 
     spec = json.loads(os.environ["BENCH_SCALE_SPEC"])
     peak = [threading.active_count()]
@@ -83,9 +86,11 @@ def child() -> None:
         while not stop.wait(0.02):
             peak[0] = max(peak[0], threading.active_count())
 
-    with TunnelClient(spec["endpoint"], **spec["kwargs"]) as client:
-        counter = RecordCounter(spec["records"])
-        worker = TunnelWorker(client, spec["tunnel_id"], CountingChannelProcessor(counter), worker_config())
+    counter = RecordCounter(spec["records"])
+    stream = spec.get("system") == "StreamWorker"
+    client_cls: Any = TableClient if stream else TunnelClient
+    with client_cls(spec["endpoint"], **spec["kwargs"]) as client:
+        worker = stream_worker(client, spec, counter) if stream else tunnel_worker(client, spec, counter)
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -102,6 +107,24 @@ def child() -> None:
     print(json.dumps({"cpu": cpu, "wall": wall, "threads": peak[0] - 1, "rss_mb": rss_mb}))
 
 
+def tunnel_worker(client: TunnelClient, spec: dict[str, Any], counter: Any) -> Any:
+    from airflow_tablestore.client.tunnel.worker import TunnelWorker
+    from benchmarks.common import CountingChannelProcessor
+
+    return TunnelWorker(client, spec["tunnel_id"], CountingChannelProcessor(counter), worker_config())
+
+
+def stream_worker(client: TableClient, spec: dict[str, Any], counter: Any) -> Any:
+    """A StreamWorker with the default configuration (quiet progress line), a fresh status table and a no-op
+    processor that checkpoints after every batch."""
+    from airflow_tablestore.client.stream.config import StreamWorkerConfig
+    from airflow_tablestore.client.stream.worker import StreamWorker
+    from benchmarks.bench_stream_worker import NoOpShardProcessor
+
+    config = StreamWorkerConfig(status_table=STREAM_STATUS_TABLE, worker_id="bench", progress_log_interval_s=3600)
+    return StreamWorker(client, spec["table"], lambda shard: NoOpShardProcessor(counter), config)
+
+
 def worker_config() -> Any:
     """The default configuration, with a quiet progress line and a short heartbeat (both revisions accept it)."""
     from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
@@ -109,13 +132,14 @@ def worker_config() -> Any:
     return TunnelWorkerConfig(heartbeat_interval_s=5, client_tag="bench", progress_log_interval_s=3600)
 
 
-def measure_point(rows: int, channels: int, clients: dict[str, Path]) -> list[Measurement]:
+def measure_point(rows: int, channels: int, clients: dict[str, Path], with_stream_worker: bool) -> list[Measurement]:
+    """Each client's TunnelWorker drains its own tunnel, then (``with_stream_worker``) this tree's StreamWorker
+    drains the table's stream (the ``rows / 4`` changes), one child process each."""
     # imported here: the child runs this file from older trees, whose benchmarks package may not have it
     from benchmarks.scale_data import TABLE, scale_point, write_changes
 
     with scale_point(rows, channels) as point, TableClient(**point.emulator.client_kwargs) as tables, \
             TunnelClient(**point.emulator.client_kwargs) as tunnels:
-        emu = point.emulator
         started = time.monotonic()
         tunnel_ids = {name: tunnels.create_tunnel(TABLE, f"scale_{name}", TunnelType.BASE_AND_STREAM)
                       for name in clients}
@@ -123,58 +147,89 @@ def measure_point(rows: int, channels: int, clients: dict[str, Path]) -> list[Me
         print(f"  {rows:,} rows at {channels} channels: base load {point.load_s:.0f} s (0: cached), copy and "
               f"stream on {point.copy_s:.1f} s, tunnels + {changes:,} changes {time.monotonic() - started:.0f} s",
               flush=True)
-        assert emu.process is not None
+        runs = [(name, tree, {"tunnel_id": tunnel_ids[name], "records": rows + changes})
+                for name, tree in clients.items()]
+        if with_stream_worker:
+            runs.append((STREAM_WORKER, ROOT, {"system": STREAM_WORKER, "table": TABLE, "records": changes}))
         results = []
-        for name, tree in clients.items():
-            kwargs = {k: v for k, v in emu.client_kwargs.items() if k != "endpoint"}
-            spec = {"endpoint": emu.endpoint, "kwargs": kwargs, "tunnel_id": tunnel_ids[name],
-                    "records": rows + changes}
-            # the spec (with the emulator's secret) goes through the environment, never on a command line
-            # the tree's package (and its benchmarks.common) first; this script runs from this tree
-            env = {**os.environ, "BENCH_SCALE_SPEC": json.dumps(spec), "PYTHONPATH": f"{tree}{os.pathsep}{ROOT}"}
-            emu.control.request_counts(reset=True)
-            emu_cpu = process_cpu_s(emu.process.pid)
-            out = subprocess.run([sys.executable, __file__, "--child"], env=env, cwd=tree,
-                                 capture_output=True, text=True, timeout=7200)
-            if out.returncode != 0:
-                raise RuntimeError(f"{name} client failed:\n{out.stderr[-3000:]}")
-            got = json.loads(out.stdout.strip().splitlines()[-1])
-            m = Measurement(name, rows, channels, rows + changes, got["cpu"], got["wall"], got["threads"],
-                            got["rss_mb"], process_cpu_s(emu.process.pid) - emu_cpu,
-                            emu.control.request_counts())
+        for name, tree, spec in runs:
+            m = run_child(point.emulator, name, tree, spec, rows, channels)
             print(f"  {name}: {m.per_100k(m.cpu_s):.3f} CPU-s/100k, {m.wall_s:.1f} s, {m.peak_threads} threads, "
-                  f"{m.peak_rss_mb:.0f} MB, ReadRecords {m.requests.get('/tunnel/readrecords', 0)}", flush=True)
+                  f"{m.peak_rss_mb:.0f} MB, requests {sum(m.requests.values())}", flush=True)
             results.append(m)
         return results
+
+
+def run_child(emu: Any, name: str, tree: Path, spec: dict[str, Any], rows: int, channels: int) -> Measurement:
+    """One measured child process (``--child``) running ``tree``'s package."""
+    assert emu.process is not None
+    kwargs = {k: v for k, v in emu.client_kwargs.items() if k != "endpoint"}
+    spec = {**spec, "endpoint": emu.endpoint, "kwargs": kwargs}
+    # the spec (with the emulator's secret) goes through the environment, never on a command line
+    # the tree's package (and its benchmarks.common) first; this script runs from this tree
+    env = {**os.environ, "BENCH_SCALE_SPEC": json.dumps(spec), "PYTHONPATH": f"{tree}{os.pathsep}{ROOT}"}
+    emu.control.request_counts(reset=True)
+    emu_cpu = process_cpu_s(emu.process.pid)
+    out = subprocess.run([sys.executable, __file__, "--child"], env=env, cwd=tree,
+                         capture_output=True, text=True, timeout=7200)
+    if out.returncode != 0:
+        raise RuntimeError(f"{name} client failed:\n{out.stderr[-3000:]}")
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return Measurement(name, rows, channels, spec["records"], got["cpu"], got["wall"], got["threads"],
+                       got["rss_mb"], process_cpu_s(emu.process.pid) - emu_cpu, emu.control.request_counts())
 
 
 def report(results: list[Measurement], command: str, clients: dict[str, Path]) -> str:
     from benchmarks.scale_data import CHANGES_FRACTION
 
+    tunnel = [m for m in results if m.client != STREAM_WORKER]
+    stream = [m for m in results if m.client == STREAM_WORKER]
     lines = [
-        "# Scale: the TunnelWorker's cost against rows and channels",
+        "# Scale: the TunnelWorker and the StreamWorker against rows and channels",
         "",
         f"Command: `{command}`",
         "",
         "Each point: one emulator process, a table of `rows` rows (int key + 4 small columns) with its stream on, "
         f"one BaseAndStream tunnel per client holding `rows` base records and `rows / {CHANGES_FRACTION}` stream "
-        "records; `channels` is both the stream partitions and the number of base channels. Each client drains "
-        "its tunnel in a child process (a default `TunnelWorker`, no-op processor), timed from `start()` to the "
-        "last record. CPU is the client process's (every thread); the emulator's CPU and requests cover the same "
-        "span. 2 vCPUs shared by the client and the emulator (and, during this run, other work: compare within "
-        "a point). Clients: " + ", ".join(f"`{name}`" + (" (this tree)" if tree == ROOT else f" ({tree.name})")
-                                           for name, tree in clients.items()) + ".",
+        "records; `channels` is both the stream partitions and the number of base channels. The rows are loaded "
+        "once per row count (stream off) and each point runs on a copy with its stream enabled "
+        "(`benchmarks/scale_data.py`), so the stream holds only the changes. Each client drains its tunnel in a "
+        "child process (a default `TunnelWorker`, no-op processor), timed from `start()` to the last record; "
+        f"then a `StreamWorker` (default configuration, fresh status table, no-op processor checkpointing every "
+        f"batch) drains the table's stream, the `rows / {CHANGES_FRACTION}` changes over `channels` shards. CPU "
+        "is the client process's (every thread); the emulator's CPU and requests cover the same span. 2 vCPUs "
+        "shared by the client and the emulator (and, during this run, other work: compare within a point). "
+        "TunnelWorker clients: " + ", ".join(f"`{name}`" + (" (this tree)" if tree == ROOT else f" ({tree.name})")
+                                             for name, tree in clients.items()) + ".",
         "",
         "| client | rows | channels | records | CPU-s / 100k | wall s | records/s | peak threads | peak RSS MB "
         "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / 100k | Checkpoint / 100k | GetCheckpoint / 100k |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for m in results:
+    for m in tunnel:
         per_api = [f"{m.per_100k(m.requests.get(api, 0)):.1f}" for api in TUNNEL_APIS]
         lines.append(
             f"| {m.client} | {m.rows:,} | {m.channels} | {m.records:,} | {m.per_100k(m.cpu_s):.3f} | {m.wall_s:.1f} "
             f"| {m.records / m.wall_s:,.0f} | {m.peak_threads} | {m.peak_rss_mb:.0f} "
             f"| {m.per_100k(m.emulator_cpu_s):.3f} | " + " | ".join(per_api) + " |")
+    if stream:
+        lines += [
+            "",
+            "StreamWorker (`records` = the changes; `shards` = `channels`; UpdateRow = lease renewals, takeovers "
+            "and checkpoints):",
+            "",
+            "| rows | shards | records | CPU-s / 100k | wall s | records/s | peak threads | peak RSS MB "
+            "| emulator CPU-s / 100k | GetStreamRecord / 100k | GetShardIterator / 100k | UpdateRow / 100k "
+            "| UpdateRow / s | requests / 100k |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for m in stream:
+            lines.append(
+                f"| {m.rows:,} | {m.channels} | {m.records:,} | {m.per_100k(m.cpu_s):.3f} | {m.wall_s:.1f} "
+                f"| {m.records / m.wall_s:,.0f} | {m.peak_threads} | {m.peak_rss_mb:.0f} "
+                f"| {m.per_100k(m.emulator_cpu_s):.3f} | " + " | ".join(
+                    f"{m.per_100k(m.requests.get(api, 0)):.1f}" for api in STREAM_APIS)
+                + f" | {m.requests.get('/UpdateRow', 0) / m.wall_s:.2f} | {m.per_100k(sum(m.requests.values())):.1f} |")
     lines += ["", *ratios(results), ""]
     for chart in (RESULTS / "scale-rows.png", RESULTS / "scale-channels.png"):
         if not chart.exists():
@@ -200,17 +255,23 @@ def ratios(results: list[Measurement]) -> list[str]:
         channel_points = sorted((k for k in mine if k[0] == channel_rows), key=lambda k: k[1])
         if len(channel_points) >= 2 and channel_points[0][1] != channel_points[-1][1]:
             few, many = mine[channel_points[0]], mine[channel_points[-1]]
+            beat, beats = (("/UpdateRow", "lease and checkpoint writes") if client == STREAM_WORKER
+                           else ("/tunnel/heartbeat", "heartbeats"))
             out.append(f"- `{client}`, {few.channels} → {many.channels} channels: CPU per record "
                        f"{many.per_100k(many.cpu_s) / few.per_100k(few.cpu_s):.2f}x, threads {few.peak_threads} → "
-                       f"{many.peak_threads}, heartbeats per second "
-                       f"{few.requests.get('/tunnel/heartbeat', 0) / few.wall_s:.2f} → "
-                       f"{many.requests.get('/tunnel/heartbeat', 0) / many.wall_s:.2f}.")
-            # a tunnel of N channels has N base and N stream channels; the records are the same at both points
-            extra = 2 * (many.channels - few.channels)
+                       f"{many.peak_threads}, {beats} per second {few.requests.get(beat, 0) / few.wall_s:.2f} → "
+                       f"{many.requests.get(beat, 0) / many.wall_s:.2f}.")
             requests = sum(many.requests.values()) - sum(few.requests.values())
-            out.append(f"  Each further channel cost the client {1000 * (many.cpu_s - few.cpu_s) / extra:.1f} ms of "
-                       f"CPU and {requests / extra:.1f} requests (GetCheckpoint, the last Checkpoint, its "
-                       f"ReadRecords): a fixed cost per channel, which records amortize.")
+            if client == STREAM_WORKER:
+                extra = many.channels - few.channels
+                out.append(f"  Each further shard cost the client {1000 * (many.cpu_s - few.cpu_s) / extra:.1f} ms "
+                           f"of CPU and {requests / extra:.1f} requests (its lease, iterator and reads).")
+            else:
+                # a tunnel of N channels has N base and N stream channels; the records are the same at both points
+                extra = 2 * (many.channels - few.channels)
+                out.append(f"  Each further channel cost the client {1000 * (many.cpu_s - few.cpu_s) / extra:.1f} "
+                           f"ms of CPU and {requests / extra:.1f} requests (GetCheckpoint, the last Checkpoint, its "
+                           "ReadRecords): a fixed cost per channel, which records amortize.")
     return out
 
 
@@ -252,7 +313,7 @@ def charts(results: list[Measurement]) -> None:
             ax.legend()
         left.set_ylabel("client CPU-s per 100k records" if axis == "channels" else "client CPU-s")
         right.set_ylabel("peak threads" if axis == "channels" else "wall s")
-        fig.suptitle(f"TunnelWorker cost against {axis}")
+        fig.suptitle(f"TunnelWorker and StreamWorker cost against {axis}")
         fig.tight_layout()
         fig.savefig(RESULTS / f"scale-{axis}.png", dpi=80)
         plt.close(fig)
@@ -263,6 +324,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--axis", choices=("rows", "channels", "both"), default="both")
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every row count")
     ap.add_argument("--client-tree", type=Path, help="another checkout whose client is measured beside this one")
+    ap.add_argument("--no-stream-worker", action="store_true", help="measure the TunnelWorker only")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -281,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for rows, channels in points:
         rows = int(rows * args.scale)
         print(f"== {rows:,} rows, {channels} channels", flush=True)
-        results += measure_point(rows, channels, clients)
+        results += measure_point(rows, channels, clients, not args.no_stream_worker)
         if not args.no_write:  # kept after every point: a long run stopped midway keeps what it measured
             (RESULTS / "scale.json").write_text(json.dumps([asdict(m) for m in results], indent=1))
     command = "python -m benchmarks.bench_scale " + " ".join(sys.argv[1:])
