@@ -179,7 +179,9 @@ def run_child(emu: Any, name: str, tree: Path, spec: dict[str, Any], rows: int, 
                        got["rss_mb"], process_cpu_s(emu.process.pid) - emu_cpu, emu.control.request_counts())
 
 
-def report(results: list[Measurement], command: str, clients: dict[str, Path]) -> str:
+def report(results: list[Measurement], command: str, clients: dict[str, str]) -> str:
+    """The results file: ``clients`` maps each TunnelWorker client to the tree it ran ("this tree" or a
+    checkout's name)."""
     from benchmarks.scale_data import CHANGES_FRACTION
 
     tunnel = [m for m in results if m.client != STREAM_WORKER]
@@ -199,8 +201,7 @@ def report(results: list[Measurement], command: str, clients: dict[str, Path]) -
         f"batch) drains the table's stream, the `rows / {CHANGES_FRACTION}` changes over `channels` shards. CPU "
         "is the client process's (every thread); the emulator's CPU and requests cover the same span. 2 vCPUs "
         "shared by the client and the emulator (and, during this run, other work: compare within a point). "
-        "TunnelWorker clients: " + ", ".join(f"`{name}`" + (" (this tree)" if tree == ROOT else f" ({tree.name})")
-                                             for name, tree in clients.items()) + ".",
+        "TunnelWorker clients: " + ", ".join(f"`{name}` ({tree})" for name, tree in clients.items()) + ".",
         "",
         "| client | rows | channels | records | CPU-s / 100k | wall s | records/s | peak threads | peak RSS MB "
         "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / 100k | Checkpoint / 100k | GetCheckpoint / 100k |",
@@ -326,14 +327,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--client-tree", type=Path, help="another checkout whose client is measured beside this one")
     ap.add_argument("--no-stream-worker", action="store_true", help="measure the TunnelWorker only")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rebuild the report and charts from the last run's scale.json (keeping the run notes)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         child()
         return
-    clients = {"this tree": ROOT}
+    if args.report_only:
+        saved = json.loads((RESULTS / "scale.json").read_text())
+        measured = [Measurement(**m) for m in saved["results"]]
+        old = RESULTS_FILE.read_text()
+        # the run notes written beside the generated part are kept
+        notes = old[old.index("\nRun notes"):] if "\nRun notes" in old else ""
+        charts(measured)
+        RESULTS_FILE.write_text(report(measured, saved["command"], saved["clients"]) + notes)
+        return
+    trees = {"this tree": ROOT}
     if args.client_tree:
-        clients = {"before": args.client_tree.resolve(), "after": ROOT}
+        trees = {"before": args.client_tree.resolve(), "after": ROOT}
+    clients = {name: "this tree" if tree == ROOT else tree.name for name, tree in trees.items()}
+    command = "python -m benchmarks.bench_scale " + " ".join(sys.argv[1:])
     points: list[tuple[int, int]] = []
     if args.axis in ("rows", "both"):
         points += ROWS_POINTS
@@ -343,16 +357,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     for rows, channels in points:
         rows = int(rows * args.scale)
         print(f"== {rows:,} rows, {channels} channels", flush=True)
-        results += measure_point(rows, channels, clients, not args.no_stream_worker)
+        results += measure_point(rows, channels, trees, not args.no_stream_worker)
         if not args.no_write:  # kept after every point: a long run stopped midway keeps what it measured
-            (RESULTS / "scale.json").write_text(json.dumps([asdict(m) for m in results], indent=1))
-    command = "python -m benchmarks.bench_scale " + " ".join(sys.argv[1:])
-    text = report(results, command, clients)
-    print(text)
+            saved = {"command": command, "clients": clients, "results": [asdict(m) for m in results]}
+            (RESULTS / "scale.json").write_text(json.dumps(saved, indent=1))
+    print(report(results, command, clients))
     if not args.no_write:
         charts(results)
         RESULTS_FILE.write_text(report(results, command, clients))
-        (RESULTS / "scale.json").write_text(json.dumps([asdict(m) for m in results], indent=1))
 
 
 if __name__ == "__main__":
