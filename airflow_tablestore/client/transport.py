@@ -7,9 +7,9 @@ typed :mod:`~airflow_tablestore.client.errors` exceptions carrying the code, HTT
 and retries follow a :class:`~airflow_tablestore.client.retry.RetryPolicy`.
 
 A :class:`Transport` is thread-safe: one ``urllib3`` pool manager (kept-alive connections) serves concurrent
-calls. It uses urllib3 directly, not ``requests``: a call through ``requests.Session`` cost ~40% more client CPU
-(its per-request settings merge, hooks and adapter), which every ReadRecords, Heartbeat and Checkpoint pays
-(``benchmarks/results/scale.md``).
+calls. It uses urllib3 directly, not ``requests``: ``requests.Session``'s per-call work (settings merge, hooks,
+adapter, a CA-bundle ``stat``) added to the client CPU that every ReadRecords, Heartbeat and Checkpoint pays
+(``benchmarks/results/scale.md``, before/after).
 """
 
 from __future__ import annotations
