@@ -251,7 +251,8 @@ def ratios(results: list[Measurement]) -> list[str]:
             factor = big.rows / small.rows
             out.append(f"- `{client}`, {factor:.0f}x rows: CPU {big.cpu_s / small.cpu_s:.2f}x, wall "
                        f"{big.wall_s / small.wall_s:.2f}x, peak RSS {big.peak_rss_mb / small.peak_rss_mb:.2f}x, "
-                       f"threads {small.peak_threads} → {big.peak_threads}.")
+                       f"threads {small.peak_threads} → {big.peak_threads}; the emulator's CPU per record "
+                       f"{big.per_100k(big.emulator_cpu_s) / small.per_100k(small.emulator_cpu_s):.2f}x.")
         channel_rows = channel_axis_rows(list(mine.values()))
         channel_points = sorted((k for k in mine if k[0] == channel_rows), key=lambda k: k[1])
         if len(channel_points) >= 2 and channel_points[0][1] != channel_points[-1][1]:
@@ -263,7 +264,12 @@ def ratios(results: list[Measurement]) -> list[str]:
                        f"{many.peak_threads}, {beats} per second {few.requests.get(beat, 0) / few.wall_s:.2f} → "
                        f"{many.requests.get(beat, 0) / many.wall_s:.2f}.")
             requests = sum(many.requests.values()) - sum(few.requests.values())
-            if client == STREAM_WORKER:
+            if many.cpu_s <= few.cpu_s:
+                out.append(f"  No fixed cost per channel shows at this size: the client's CPU fell from "
+                           f"{few.cpu_s:.2f} to {many.cpu_s:.2f} s as the drain took {many.wall_s:.0f} s instead of "
+                           f"{few.wall_s:.0f} s (more channels read at once), so costs paid per second (heartbeats, "
+                           f"idle polls) ran for less time; {requests} more requests in all.")
+            elif client == STREAM_WORKER:
                 extra = many.channels - few.channels
                 out.append(f"  Each further shard cost the client {1000 * (many.cpu_s - few.cpu_s) / extra:.1f} ms "
                            f"of CPU and {requests / extra:.1f} requests (its lease, iterator and reads).")
