@@ -8,14 +8,16 @@ Points (``--scale`` multiplies every row count; the issue's points are ``--scale
 * channels: 4, 64 and 256 channels (stream partitions and base channels alike) at 1,000,000 rows.
 
 At each point one emulator process serves a table of ``rows`` rows (int key, four small columns) with its stream
-on. One BaseAndStream tunnel per measured client is created, then ``rows / 4`` updates are written, so every
-tunnel holds the same ``rows`` base records and ``rows / 4`` stream records. Each client drains its tunnel in a
-child process of its own (a TunnelWorker with the default configuration and a no-op processor), timed from
-``start()`` to its last record: CPU seconds of the client process (all its threads), wall time, the peak number
-of threads (sampled every 20 ms), peak RSS, and the emulator's CPU seconds and requests by API over the same span
-(the emulator's control op ``requests``). ``--client-tree DIR`` adds a second client: the same child run from
-another checkout (a git worktree of an older revision, with the compiled decoder copied in), so a change is
-measured before and after on the same data in one run.
+on: the rows are loaded once per row count and cached (:mod:`benchmarks.scale_data`), and the point's emulator runs
+on a copy with ``channels`` stream partitions. One BaseAndStream tunnel per measured client is created, then
+``rows / 4`` updates are written, so every tunnel holds the same ``rows`` base records and ``rows / 4`` stream
+records. Each client drains its tunnel in a child process of its own (a TunnelWorker with the default
+configuration and a no-op processor), timed from ``start()`` to its last record: CPU seconds of the client
+process (all its threads), wall time, the peak number of threads (sampled every 20 ms), peak RSS, and the
+emulator's CPU seconds and requests by API over the same span (the emulator's control op ``requests``).
+``--client-tree DIR`` adds a second client: the same child run from another checkout (a git worktree of an older
+revision, with the compiled decoder copied in), so a change is measured before and after on the same data in one
+run.
 
 The run writes ``benchmarks/results/scale.md`` and the charts ``benchmarks/results/scale-*.png`` (``--no-write``
 to only print).
@@ -36,19 +38,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_tablestore.client.model import Column, RowWrite, StreamSpec, TunnelType, WriteType
+from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
-from airflow_tablestore.emulator.testing import EmulatorProcess
-from benchmarks.common import ROOT, load_user_rows
+from benchmarks.common import ROOT
 from benchmarks.processes import process_cpu_s
 
-TABLE = "bench_scale"
 RESULTS = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS / "scale.md"
 ROWS_POINTS = ((250_000, 16), (2_500_000, 16))
 CHANNEL_POINTS = ((1_000_000, 4), (1_000_000, 64), (1_000_000, 256))
-CHANGES_FRACTION = 4
+STREAM_WORKER = "StreamWorker"
+STREAM_STATUS_TABLE = "bench_scale_status"
+STREAM_APIS = ("/GetStreamRecord", "/GetShardIterator", "/UpdateRow")
 TUNNEL_APIS = ("/tunnel/readrecords", "/tunnel/heartbeat", "/tunnel/checkpoint", "/tunnel/getcheckpoint")
 
 
@@ -72,9 +74,9 @@ class Measurement:
 
 
 def child() -> None:
-    """Drain the tunnel of ``BENCH_SCALE_SPEC`` with a default TunnelWorker and a no-op processor; print JSON."""
-    from airflow_tablestore.client.tunnel.worker import TunnelWorker
-    from benchmarks.common import CountingChannelProcessor, RecordCounter
+    """Drain what ``BENCH_SCALE_SPEC`` names with a default worker and a no-op processor; print JSON: the
+    TunnelWorker its tunnel, the StreamWorker (``"system": "StreamWorker"``) the table's stream."""
+    from benchmarks.common import RecordCounter
 
     spec = json.loads(os.environ["BENCH_SCALE_SPEC"])
     peak = [threading.active_count()]
@@ -84,9 +86,11 @@ def child() -> None:
         while not stop.wait(0.02):
             peak[0] = max(peak[0], threading.active_count())
 
-    with TunnelClient(spec["endpoint"], **spec["kwargs"]) as client:
-        counter = RecordCounter(spec["records"])
-        worker = TunnelWorker(client, spec["tunnel_id"], CountingChannelProcessor(counter), worker_config())
+    counter = RecordCounter(spec["records"])
+    stream = spec.get("system") == "StreamWorker"
+    client_cls: Any = TableClient if stream else TunnelClient
+    with client_cls(spec["endpoint"], **spec["kwargs"]) as client:
+        worker = stream_worker(client, spec, counter) if stream else tunnel_worker(client, spec, counter)
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -103,6 +107,24 @@ def child() -> None:
     print(json.dumps({"cpu": cpu, "wall": wall, "threads": peak[0] - 1, "rss_mb": rss_mb}))
 
 
+def tunnel_worker(client: TunnelClient, spec: dict[str, Any], counter: Any) -> Any:
+    from airflow_tablestore.client.tunnel.worker import TunnelWorker
+    from benchmarks.common import CountingChannelProcessor
+
+    return TunnelWorker(client, spec["tunnel_id"], CountingChannelProcessor(counter), worker_config())
+
+
+def stream_worker(client: TableClient, spec: dict[str, Any], counter: Any) -> Any:
+    """A StreamWorker with the default configuration (quiet progress line), a fresh status table and a no-op
+    processor that checkpoints after every batch."""
+    from airflow_tablestore.client.stream.config import StreamWorkerConfig
+    from airflow_tablestore.client.stream.worker import StreamWorker
+    from benchmarks.bench_stream_worker import NoOpShardProcessor
+
+    config = StreamWorkerConfig(status_table=STREAM_STATUS_TABLE, worker_id="bench", progress_log_interval_s=3600)
+    return StreamWorker(client, spec["table"], lambda shard: NoOpShardProcessor(counter), config)
+
+
 def worker_config() -> Any:
     """The default configuration, with a quiet progress line and a short heartbeat (both revisions accept it)."""
     from airflow_tablestore.client.tunnel.config import TunnelWorkerConfig
@@ -110,77 +132,109 @@ def worker_config() -> Any:
     return TunnelWorkerConfig(heartbeat_interval_s=5, client_tag="bench", progress_log_interval_s=3600)
 
 
-def write_changes(tables: TableClient, rows: int) -> int:
-    """Update every ``CHANGES_FRACTION``-th row once (one stream record each); returns how many."""
-    keys = range(0, rows, CHANGES_FRACTION)
-    tables.write_rows(RowWrite(TABLE, WriteType.UPDATE, (("id", i),), (Column("score", -i),)) for i in keys)
-    return len(keys)
+def measure_point(rows: int, channels: int, clients: dict[str, Path], with_stream_worker: bool) -> list[Measurement]:
+    """Each client's TunnelWorker drains its own tunnel, then (``with_stream_worker``) this tree's StreamWorker
+    drains the table's stream (the ``rows / 4`` changes), one child process each."""
+    # imported here: the child runs this file from older trees, whose benchmarks package may not have it
+    from benchmarks.scale_data import TABLE, scale_point, write_changes
 
-
-def measure_point(rows: int, channels: int, clients: dict[str, Path]) -> list[Measurement]:
-    args = ["--stream-partitions", str(channels), "--base-channel-rows", str(-(-rows // channels)),
-            "--log-level", "WARNING"]
-    with EmulatorProcess(extra_args=args) as emu, TableClient(**emu.client_kwargs) as tables, \
-            TunnelClient(**emu.client_kwargs) as tunnels:
+    with scale_point(rows, channels) as point, TableClient(**point.emulator.client_kwargs) as tables, \
+            TunnelClient(**point.emulator.client_kwargs) as tunnels:
         started = time.monotonic()
-        load_user_rows(tables, TABLE, rows, stream=StreamSpec(enabled=True, expiration_hours=24))
         tunnel_ids = {name: tunnels.create_tunnel(TABLE, f"scale_{name}", TunnelType.BASE_AND_STREAM)
                       for name in clients}
         changes = write_changes(tables, rows)
-        print(f"  loaded {rows:,} rows + {changes:,} changes at {channels} channels in "
-              f"{time.monotonic() - started:.0f} s", flush=True)
-        assert emu.process is not None
+        print(f"  {rows:,} rows at {channels} channels: base load {point.load_s:.0f} s (0: cached), copy and "
+              f"stream on {point.copy_s:.1f} s, tunnels + {changes:,} changes {time.monotonic() - started:.0f} s",
+              flush=True)
+        runs = [(name, tree, {"tunnel_id": tunnel_ids[name], "records": rows + changes})
+                for name, tree in clients.items()]
+        if with_stream_worker:
+            runs.append((STREAM_WORKER, ROOT, {"system": STREAM_WORKER, "table": TABLE, "records": changes}))
         results = []
-        for name, tree in clients.items():
-            kwargs = {k: v for k, v in emu.client_kwargs.items() if k != "endpoint"}
-            spec = {"endpoint": emu.endpoint, "kwargs": kwargs, "tunnel_id": tunnel_ids[name],
-                    "records": rows + changes}
-            # the spec (with the emulator's secret) goes through the environment, never on a command line
-            # the tree's package (and its benchmarks.common) first; this script runs from this tree
-            env = {**os.environ, "BENCH_SCALE_SPEC": json.dumps(spec), "PYTHONPATH": f"{tree}{os.pathsep}{ROOT}"}
-            emu.control.request_counts(reset=True)
-            emu_cpu = process_cpu_s(emu.process.pid)
-            out = subprocess.run([sys.executable, __file__, "--child"], env=env, cwd=tree,
-                                 capture_output=True, text=True, timeout=7200)
-            if out.returncode != 0:
-                raise RuntimeError(f"{name} client failed:\n{out.stderr[-3000:]}")
-            got = json.loads(out.stdout.strip().splitlines()[-1])
-            m = Measurement(name, rows, channels, rows + changes, got["cpu"], got["wall"], got["threads"],
-                            got["rss_mb"], process_cpu_s(emu.process.pid) - emu_cpu,
-                            emu.control.request_counts())
+        for name, tree, spec in runs:
+            m = run_child(point.emulator, name, tree, spec, rows, channels)
             print(f"  {name}: {m.per_100k(m.cpu_s):.3f} CPU-s/100k, {m.wall_s:.1f} s, {m.peak_threads} threads, "
-                  f"{m.peak_rss_mb:.0f} MB, ReadRecords {m.requests.get('/tunnel/readrecords', 0)}", flush=True)
+                  f"{m.peak_rss_mb:.0f} MB, requests {sum(m.requests.values())}", flush=True)
             results.append(m)
         return results
 
 
-def report(results: list[Measurement], command: str, clients: dict[str, Path]) -> str:
+def run_child(emu: Any, name: str, tree: Path, spec: dict[str, Any], rows: int, channels: int) -> Measurement:
+    """One measured child process (``--child``) running ``tree``'s package."""
+    assert emu.process is not None
+    kwargs = {k: v for k, v in emu.client_kwargs.items() if k != "endpoint"}
+    spec = {**spec, "endpoint": emu.endpoint, "kwargs": kwargs}
+    # the spec (with the emulator's secret) goes through the environment, never on a command line
+    # the tree's package (and its benchmarks.common) first; this script runs from this tree
+    env = {**os.environ, "BENCH_SCALE_SPEC": json.dumps(spec), "PYTHONPATH": f"{tree}{os.pathsep}{ROOT}"}
+    emu.control.request_counts(reset=True)
+    emu_cpu = process_cpu_s(emu.process.pid)
+    out = subprocess.run([sys.executable, __file__, "--child"], env=env, cwd=tree,
+                         capture_output=True, text=True, timeout=7200)
+    if out.returncode != 0:
+        raise RuntimeError(f"{name} client failed:\n{out.stderr[-3000:]}")
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return Measurement(name, rows, channels, spec["records"], got["cpu"], got["wall"], got["threads"],
+                       got["rss_mb"], process_cpu_s(emu.process.pid) - emu_cpu, emu.control.request_counts())
+
+
+def report(results: list[Measurement], command: str, clients: dict[str, str]) -> str:
+    """The results file: ``clients`` maps each TunnelWorker client to the tree it ran ("this tree" or a
+    checkout's name)."""
+    from benchmarks.scale_data import CHANGES_FRACTION
+
+    tunnel = [m for m in results if m.client != STREAM_WORKER]
+    stream = [m for m in results if m.client == STREAM_WORKER]
     lines = [
-        "# Scale: the TunnelWorker's cost against rows and channels",
+        "# Scale: the TunnelWorker and the StreamWorker against rows and channels",
         "",
         f"Command: `{command}`",
         "",
         "Each point: one emulator process, a table of `rows` rows (int key + 4 small columns) with its stream on, "
         f"one BaseAndStream tunnel per client holding `rows` base records and `rows / {CHANGES_FRACTION}` stream "
-        "records; `channels` is both the stream partitions and the number of base channels. Each client drains "
-        "its tunnel in a child process (a default `TunnelWorker`, no-op processor), timed from `start()` to the "
-        "last record. CPU is the client process's (every thread); the emulator's CPU and requests cover the same "
-        "span. 2 vCPUs shared by the client and the emulator (and, during this run, other work: compare within "
-        "a point). Clients: " + ", ".join(f"`{name}`" + (" (this tree)" if tree == ROOT else f" ({tree.name})")
-                                           for name, tree in clients.items()) + ".",
+        "records; `channels` is both the stream partitions and the number of base channels. The rows are loaded "
+        "once per row count (stream off) and each point runs on a copy with its stream enabled "
+        "(`benchmarks/scale_data.py`), so the stream holds only the changes. Each client drains its tunnel in a "
+        "child process (a default `TunnelWorker`, no-op processor), timed from `start()` to the last record; "
+        f"then a `StreamWorker` (default configuration, fresh status table, no-op processor checkpointing every "
+        f"batch) drains the table's stream, the `rows / {CHANGES_FRACTION}` changes over `channels` shards. CPU "
+        "is the client process's (every thread); the emulator's CPU and requests cover the same span. 2 vCPUs "
+        "shared by the client and the emulator (and, during this run, other work: compare within a point). "
+        "TunnelWorker clients: " + ", ".join(f"`{name}` ({tree})" for name, tree in clients.items()) + ".",
         "",
         "| client | rows | channels | records | CPU-s / 100k | wall s | records/s | peak threads | peak RSS MB "
         "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / 100k | Checkpoint / 100k | GetCheckpoint / 100k |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for m in results:
+    for m in tunnel:
         per_api = [f"{m.per_100k(m.requests.get(api, 0)):.1f}" for api in TUNNEL_APIS]
         lines.append(
             f"| {m.client} | {m.rows:,} | {m.channels} | {m.records:,} | {m.per_100k(m.cpu_s):.3f} | {m.wall_s:.1f} "
             f"| {m.records / m.wall_s:,.0f} | {m.peak_threads} | {m.peak_rss_mb:.0f} "
             f"| {m.per_100k(m.emulator_cpu_s):.3f} | " + " | ".join(per_api) + " |")
+    if stream:
+        lines += [
+            "",
+            "StreamWorker (`records` = the changes; `shards` = `channels`; UpdateRow = lease renewals, takeovers "
+            "and checkpoints):",
+            "",
+            "| rows | shards | records | CPU-s / 100k | wall s | records/s | peak threads | peak RSS MB "
+            "| emulator CPU-s / 100k | GetStreamRecord / 100k | GetShardIterator / 100k | UpdateRow / 100k "
+            "| UpdateRow / s | requests / 100k |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for m in stream:
+            lines.append(
+                f"| {m.rows:,} | {m.channels} | {m.records:,} | {m.per_100k(m.cpu_s):.3f} | {m.wall_s:.1f} "
+                f"| {m.records / m.wall_s:,.0f} | {m.peak_threads} | {m.peak_rss_mb:.0f} "
+                f"| {m.per_100k(m.emulator_cpu_s):.3f} | " + " | ".join(
+                    f"{m.per_100k(m.requests.get(api, 0)):.1f}" for api in STREAM_APIS)
+                + f" | {m.requests.get('/UpdateRow', 0) / m.wall_s:.2f} | {m.per_100k(sum(m.requests.values())):.1f} |")
     lines += ["", *ratios(results), ""]
-    for chart in sorted(RESULTS.glob("scale-*.png")):
+    for chart in (RESULTS / "scale-rows.png", RESULTS / "scale-channels.png"):
+        if not chart.exists():
+            continue
         lines += [f"![{chart.stem}](benchmarks/results/{chart.name})", ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -197,22 +251,34 @@ def ratios(results: list[Measurement]) -> list[str]:
             factor = big.rows / small.rows
             out.append(f"- `{client}`, {factor:.0f}x rows: CPU {big.cpu_s / small.cpu_s:.2f}x, wall "
                        f"{big.wall_s / small.wall_s:.2f}x, peak RSS {big.peak_rss_mb / small.peak_rss_mb:.2f}x, "
-                       f"threads {small.peak_threads} → {big.peak_threads}.")
+                       f"threads {small.peak_threads} → {big.peak_threads}; the emulator's CPU per record "
+                       f"{big.per_100k(big.emulator_cpu_s) / small.per_100k(small.emulator_cpu_s):.2f}x.")
         channel_rows = channel_axis_rows(list(mine.values()))
         channel_points = sorted((k for k in mine if k[0] == channel_rows), key=lambda k: k[1])
         if len(channel_points) >= 2 and channel_points[0][1] != channel_points[-1][1]:
             few, many = mine[channel_points[0]], mine[channel_points[-1]]
+            beat, beats = (("/UpdateRow", "lease and checkpoint writes") if client == STREAM_WORKER
+                           else ("/tunnel/heartbeat", "heartbeats"))
             out.append(f"- `{client}`, {few.channels} → {many.channels} channels: CPU per record "
                        f"{many.per_100k(many.cpu_s) / few.per_100k(few.cpu_s):.2f}x, threads {few.peak_threads} → "
-                       f"{many.peak_threads}, heartbeats per second "
-                       f"{few.requests.get('/tunnel/heartbeat', 0) / few.wall_s:.2f} → "
-                       f"{many.requests.get('/tunnel/heartbeat', 0) / many.wall_s:.2f}.")
-            # a tunnel of N channels has N base and N stream channels; the records are the same at both points
-            extra = 2 * (many.channels - few.channels)
+                       f"{many.peak_threads}, {beats} per second {few.requests.get(beat, 0) / few.wall_s:.2f} → "
+                       f"{many.requests.get(beat, 0) / many.wall_s:.2f}.")
             requests = sum(many.requests.values()) - sum(few.requests.values())
-            out.append(f"  Each further channel cost the client {1000 * (many.cpu_s - few.cpu_s) / extra:.1f} ms of "
-                       f"CPU and {requests / extra:.1f} requests (GetCheckpoint, the last Checkpoint, its "
-                       f"ReadRecords): a fixed cost per channel, which records amortize.")
+            if many.cpu_s <= few.cpu_s:
+                out.append(f"  No fixed cost per channel shows at this size: the client's CPU fell from "
+                           f"{few.cpu_s:.2f} to {many.cpu_s:.2f} s as the drain took {many.wall_s:.0f} s instead of "
+                           f"{few.wall_s:.0f} s (more channels read at once), so costs paid per second (heartbeats, "
+                           f"idle polls) ran for less time; {requests} more requests in all.")
+            elif client == STREAM_WORKER:
+                extra = many.channels - few.channels
+                out.append(f"  Each further shard cost the client {1000 * (many.cpu_s - few.cpu_s) / extra:.1f} ms "
+                           f"of CPU and {requests / extra:.1f} requests (its lease, iterator and reads).")
+            else:
+                # a tunnel of N channels has N base and N stream channels; the records are the same at both points
+                extra = 2 * (many.channels - few.channels)
+                out.append(f"  Each further channel cost the client {1000 * (many.cpu_s - few.cpu_s) / extra:.1f} "
+                           f"ms of CPU and {requests / extra:.1f} requests (GetCheckpoint, the last Checkpoint, its "
+                           "ReadRecords): a fixed cost per channel, which records amortize.")
     return out
 
 
@@ -254,7 +320,7 @@ def charts(results: list[Measurement]) -> None:
             ax.legend()
         left.set_ylabel("client CPU-s per 100k records" if axis == "channels" else "client CPU-s")
         right.set_ylabel("peak threads" if axis == "channels" else "wall s")
-        fig.suptitle(f"TunnelWorker cost against {axis}")
+        fig.suptitle(f"TunnelWorker and StreamWorker cost against {axis}")
         fig.tight_layout()
         fig.savefig(RESULTS / f"scale-{axis}.png", dpi=80)
         plt.close(fig)
@@ -265,15 +331,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--axis", choices=("rows", "channels", "both"), default="both")
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every row count")
     ap.add_argument("--client-tree", type=Path, help="another checkout whose client is measured beside this one")
+    ap.add_argument("--no-stream-worker", action="store_true", help="measure the TunnelWorker only")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rebuild the report and charts from the last run's scale.json (keeping the run notes)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         child()
         return
-    clients = {"this tree": ROOT}
+    if args.report_only:
+        saved = json.loads((RESULTS / "scale.json").read_text())
+        measured = [Measurement(**m) for m in saved["results"]]
+        old = RESULTS_FILE.read_text()
+        # the run notes written beside the generated part are kept
+        notes = old[old.index("\nRun notes"):] if "\nRun notes" in old else ""
+        charts(measured)
+        RESULTS_FILE.write_text(report(measured, saved["command"], saved["clients"]) + notes)
+        return
+    trees = {"this tree": ROOT}
     if args.client_tree:
-        clients = {"before": args.client_tree.resolve(), "after": ROOT}
+        trees = {"before": args.client_tree.resolve(), "after": ROOT}
+    clients = {name: "this tree" if tree == ROOT else tree.name for name, tree in trees.items()}
+    command = "python -m benchmarks.bench_scale " + " ".join(sys.argv[1:])
     points: list[tuple[int, int]] = []
     if args.axis in ("rows", "both"):
         points += ROWS_POINTS
@@ -283,14 +363,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     for rows, channels in points:
         rows = int(rows * args.scale)
         print(f"== {rows:,} rows, {channels} channels", flush=True)
-        results += measure_point(rows, channels, clients)
-    command = "python -m benchmarks.bench_scale " + " ".join(sys.argv[1:])
-    text = report(results, command, clients)
-    print(text)
+        results += measure_point(rows, channels, trees, not args.no_stream_worker)
+        if not args.no_write:  # kept after every point: a long run stopped midway keeps what it measured
+            saved = {"command": command, "clients": clients, "results": [asdict(m) for m in results]}
+            (RESULTS / "scale.json").write_text(json.dumps(saved, indent=1))
+    print(report(results, command, clients))
     if not args.no_write:
         charts(results)
         RESULTS_FILE.write_text(report(results, command, clients))
-        (RESULTS / "scale.json").write_text(json.dumps([asdict(m) for m in results], indent=1))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ Run: ``.venv/bin/python -m benchmarks.bench_scale_spark [--axis rows|channels|bo
 
 Points (``--scale`` multiplies every row count, as in ``bench_scale``): rows 250,000 and 2,500,000 at 16
 channels; channels 4, 64 and 256 at 1,000,000 rows. At each point one emulator process serves a table of ``rows``
-rows with its stream on (``channels`` stream partitions and BaseData channels of rows/channels rows); a
+rows with its stream on (``channels`` stream partitions and BaseData channels of rows/channels rows; the rows
+are loaded once per row count and cached, :mod:`benchmarks.scale_data`); a
 BaseAndStream tunnel is created, ``rows / 4`` rows are updated, and the consumer runs twice with real
 ``spark-submit --master local[2]`` into a Parquet change log: the full phase, then the incremental phase up to a
 cutoff after the last update. For each run: wall time; CPU seconds of the driver's JVM (in local mode it also
@@ -36,21 +37,19 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from airflow_tablestore.client.model import Column, RowWrite, StreamSpec, TunnelType, WriteType
+from airflow_tablestore.client.model import TunnelType
 from airflow_tablestore.client.table.client import TableClient
 from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.consumer.job import application_path
-from benchmarks.common import load_user_rows
 from benchmarks.processes import TreeSampler, process_cpu_s
+from benchmarks.scale_data import CHANGES_FRACTION, TABLE, scale_point, write_changes
 
-TABLE = "bench_scale"
 TUNNEL = "scale_spark"
 RESULTS = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS / "scale-spark.md"
 ROWS_POINTS = ((250_000, 16), (2_500_000, 16))
 CHANNEL_POINTS = ((1_000_000, 4), (1_000_000, 64), (1_000_000, 256))
-CHANGES_FRACTION = 4
 KINDS = ("jvm", "driver python", "executor python")
 APIS = ("/tunnel/readrecords", "/tunnel/heartbeat", "/tunnel/checkpoint", "/tunnel/getcheckpoint")
 
@@ -159,30 +158,29 @@ def measure_point(rows: int, channels: int, other: Code | None = None, other_fir
                   ) -> list[SparkRun]:
     """Both phases (and the start-up run) at one point; with ``other``, its consumer too, on its own tunnel of
     the same table, before or after this tree's in each phase."""
-    args = ["--stream-partitions", str(channels), "--base-channel-rows", str(-(-rows // channels)),
-            "--log-level", "WARNING"]
-    with EmulatorProcess(extra_args=args) as emu, TableClient(**emu.client_kwargs) as tables, \
-            TunnelClient(**emu.client_kwargs) as tunnels, tempfile.TemporaryDirectory(prefix="scale-spark-") as tmp:
+    with scale_point(rows, channels) as point, TableClient(**point.emulator.client_kwargs) as tables, \
+            TunnelClient(**point.emulator.client_kwargs) as tunnels, \
+            tempfile.TemporaryDirectory(prefix="scale-spark-") as tmp:
+        emu = point.emulator
         started = time.monotonic()
-        load_user_rows(tables, TABLE, rows, stream=StreamSpec(enabled=True, expiration_hours=24))
         codes = [Code()]
         if other is not None:
             codes.insert(0 if other_first else 1, other)
         for code in codes:
             tunnels.create_tunnel(TABLE, code.tunnel, TunnelType.BASE_AND_STREAM)
-        keys = range(0, rows, CHANGES_FRACTION)
-        tables.write_rows(RowWrite(TABLE, WriteType.UPDATE, (("id", i),), (Column("score", -i),)) for i in keys)
+        changes = write_changes(tables, rows)
         time.sleep(1.0)
         cutoff = datetime.now(UTC).isoformat()
-        print(f"  loaded {rows:,} rows + {len(keys):,} changes at {channels} channels in "
-              f"{time.monotonic() - started:.0f} s", flush=True)
+        print(f"  {rows:,} rows at {channels} channels: base load {point.load_s:.0f} s (0: cached), copy and "
+              f"stream on {point.copy_s:.1f} s, tunnels + {changes:,} changes {time.monotonic() - started:.0f} s",
+              flush=True)
         full = [run_phase(emu, "full", rows, channels, Path(tmp), None, code=code) for code in codes]
         incremental = [run_phase(emu, "incremental", rows, channels, Path(tmp), cutoff, code=code) for code in codes]
         # the same window again: nothing left to read (the run checks the tunnel and stops before Spark starts)
         startup = run_phase(emu, "incremental", rows, channels, Path(tmp), cutoff, label="start-up")
     for f, i in zip(full, incremental, strict=True):
-        if f.records != rows or i.records != len(keys):
-            raise RuntimeError(f"{f.code}: records {f.records} + {i.records}, expected {rows} + {len(keys)}")
+        if f.records != rows or i.records != changes:
+            raise RuntimeError(f"{f.code}: records {f.records} + {i.records}, expected {rows} + {changes}")
     return [*full, *incremental, startup]
 
 

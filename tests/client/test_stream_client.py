@@ -3,6 +3,7 @@ errors."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,15 +16,20 @@ from airflow_tablestore.client.errors import (
     TrimmedDataError,
 )
 from airflow_tablestore.client.model import (
+    INF_MAX,
+    INF_MIN,
     ActionType,
     CellOp,
     Column,
     PrimaryKeyColumn,
     PrimaryKeyType,
+    RowWrite,
     StreamSpec,
     TableSchema,
+    WriteType,
 )
 from airflow_tablestore.client.stream.client import StreamClient, StreamRecordsResult, StreamStatus
+from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.protocol import ots_table_pb2 as _pb
 
 pb: Any = _pb
@@ -135,3 +141,27 @@ def test_shard_iterator_follows_next_token(scripted: Any) -> None:
     assert (second.token, second.timestamp) == ("tok-1", 5)
     assert "secret-value" not in repr(client)
     client.close()
+
+
+def test_enabling_the_stream_of_a_loaded_table_opens_the_emulators_partitions(tmp_path: Path) -> None:
+    """A table loaded with its stream off, served again with more stream partitions: enabling its stream
+    (UpdateTable) opens that many shards, the rows stay, and only writes after it are in the stream (what the
+    scale benchmarks' cached data relies on)."""
+    with EmulatorProcess(data_dir=tmp_path, extra_args=["--stream-partitions", "2"]) as emu, \
+            TableClient(**emu.client_kwargs) as tables:
+        tables.create_table(_schema("loaded", stream=False))
+        tables.write_rows(RowWrite("loaded", WriteType.PUT, (("id", i),), (Column("v", i),)) for i in range(50))
+    with EmulatorProcess(data_dir=tmp_path, extra_args=["--stream-partitions", "5"]) as emu, \
+            TableClient(**emu.client_kwargs) as tables:
+        streams = StreamClient(transport=tables.transport)
+        assert streams.stream_id_of("loaded") is None
+        tables.update_table("loaded", stream=StreamSpec(True, 24))
+        stream_id = streams.stream_id_of("loaded")
+        assert stream_id is not None
+        shards = streams.describe_stream(stream_id).shards
+        assert len(shards) == 5
+        assert len(list(tables.iter_range("loaded", [("id", INF_MIN)], [("id", INF_MAX)]))) == 50
+        tables.write_rows([RowWrite("loaded", WriteType.UPDATE, (("id", 7),), (Column("v", -7),))])
+        records = [r for s in shards
+                   for r in streams.get_stream_records(streams.get_shard_iterator(stream_id, s.shard_id)).records]
+        assert [r.primary_key for r in records] == [(("id", 7),)]

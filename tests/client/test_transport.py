@@ -287,3 +287,17 @@ def test_proxy_environment_is_honoured(scripted: Any, monkeypatch: pytest.Monkey
     (seen,) = scripted.requests
     assert seen.path == "http://tablestore.example.invalid/prefix/ListTable"  # absolute URI: proxied
     assert seen.headers["x-ots-signature"] == auth.sign_v2(SECRET, "/ListTable", seen.headers)
+
+
+def test_no_proxy_environment_bypasses_the_proxy(scripted: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = table_pb2.ListTableResponse(table_names=["direct"]).SerializeToString()
+    scripted.script(scripted.Reply(200, body))
+    for name in ("HTTP_PROXY", "http_proxy"):  # a proxy nothing listens on: a proxied call would fail
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.setenv(name, "127.0.0.1,localhost")
+    with _transport(scripted.endpoint) as transport:
+        answer = transport.call("/ListTable", None, table_pb2.ListTableResponse, idempotent=True)
+    assert list(answer.table_names) == ["direct"]
+    (seen,) = scripted.requests
+    assert seen.path == "/ListTable"  # origin form: not proxied

@@ -88,15 +88,17 @@ class SnapshotStore:
                     after: bytes | None) -> tuple[str, list[Any]]:
         sql = "sid=?"
         params: list[Any] = [sid]
-        if start is not None:
+        # One lower bound only: given both, SQLite seeks the index to one of them and filters the other row by
+        # row, so a read deep into a channel scanned every row before its position (O(n^2) over a channel).
+        if after is not None and (start is None or after >= start):
+            sql += " AND key>?"
+            params.append(after)
+        elif start is not None:
             sql += " AND key>=?"
             params.append(start)
         if end is not None:
             sql += " AND key<?"
             params.append(end)
-        if after is not None:
-            sql += " AND key>?"
-            params.append(after)
         return sql, params
 
     def ids(self) -> list[int]:
