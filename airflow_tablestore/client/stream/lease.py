@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,9 +25,13 @@ from airflow_tablestore.client.model import (
     PrimaryKeyColumn,
     PrimaryKeyType,
     RowExistence,
+    RowWrite,
     SingleColumnCondition,
     TableSchema,
+    WriteType,
 )
+from airflow_tablestore.client.table.arguments import normalize_columns, normalize_primary_key
+from airflow_tablestore.client.table.batch_write import MAX_BATCH_WRITE_ROWS
 from airflow_tablestore.client.table.client import TableClient
 
 log = logging.getLogger(__name__)
@@ -61,6 +66,12 @@ class Lease:
     @property
     def finished(self) -> bool:
         return self.checkpoint == SHARD_END
+
+
+Written = list[bool | Exception]
+"""Per batched write: True, False where its condition failed (the row changed), or the row's error."""
+Updated = list[Lease | None | Exception]
+"""Per batched lease update: the updated lease, None where it was lost, or the row's error."""
 
 
 class LeaseManager:
@@ -103,44 +114,69 @@ class LeaseManager:
         row = self.client.get_row(self.table, _pk(stream_id, shard_id))
         return _lease(row) if row is not None else None
 
-    # -- writes -----------------------------------------------------------------------------------------
-    def create(self, lease: Lease) -> bool:
-        """Insert a new lease; False when it already exists."""
-        try:
-            self.client.put_row(self.table, _pk(lease.stream_id, lease.shard_id), _columns(lease),
-                                condition=Condition(RowExistence.EXPECT_NOT_EXIST))
-        except ConditionFailedError:
-            return False
-        return True
+    # -- writes ---------------------------------------------------------------------------------------------
+    # Creating, taking and renewing leases go 200 to a BatchWriteRow (each row keeps its own condition): their
+    # requests grow with shards / 200, not with shards. A shard's own writes (checkpoint, release, steal) are one
+    # row each.
+    def create_all(self, leases: Sequence[Lease]) -> Written:
+        """Insert new leases: per lease True, False where one already exists, or the row's error."""
+        writes = [RowWrite(self.table, WriteType.PUT, normalize_primary_key(_pk(lease.stream_id, lease.shard_id)),
+                           normalize_columns(_columns(lease)), Condition(RowExistence.EXPECT_NOT_EXIST))
+                  for lease in leases]
+        return self._batch(writes)
 
-    def _update(self, old: Lease, new: Lease, changed: tuple[str, ...], *, expect_owner: str | None) -> Lease:
-        """Write only the ``changed`` attributes of ``new``, if the row still has ``old``'s counter/owner."""
+    def take_all(self, leases: Sequence[Lease], worker_id: str) -> Updated:
+        """Take free or expired leases (each conditional on the counter we observed): per lease the taken
+        lease, None where another worker changed it first, or the row's error."""
+        return self._update_all([
+            (lease, replace(lease, counter=lease.counter + 1, owner=worker_id, stealer=""),
+             ("LeaseCounter", "LeaseOwner", "LeaseStealer")) for lease in leases])
+
+    def renew_all(self, leases: Sequence[Lease]) -> Updated:
+        """Heartbeat: bump each lease's counter while we still own it; per lease the renewed lease, None where
+        it was lost, or the row's error (not renewed this time)."""
+        return self._update_all([(lease, replace(lease, counter=lease.counter + 1), ("LeaseCounter",))
+                                 for lease in leases])
+
+    def _update_all(self, changes: Sequence[tuple[Lease, Lease, tuple[str, ...]]]
+                    ) -> Updated:
+        outcomes = self._batch([self._write(old, new, changed, expect_owner=old.owner)
+                                for old, new, changed in changes])
+        return [new if outcome is True else None if outcome is False else outcome
+                for (_, new, _), outcome in zip(changes, outcomes, strict=True)]
+
+    def _batch(self, writes: Sequence[RowWrite]) -> Written:
+        """Send ``writes`` in batches: per write True, False where its condition failed, or its error."""
+        outcomes: Written = []
+        for first in range(0, len(writes), MAX_BATCH_WRITE_ROWS):
+            for result in self.client.batch_write_row(writes[first:first + MAX_BATCH_WRITE_ROWS]):
+                error = result.error
+                outcomes.append(True if result.ok else False if isinstance(error, ConditionFailedError | NotFoundError)
+                                else error if error is not None else TablestoreClientError("row not written"))
+        return outcomes
+
+    def _write(self, old: Lease, new: Lease, changed: tuple[str, ...], *, expect_owner: str | None) -> RowWrite:
+        """The conditional update writing the ``changed`` attributes of ``new`` if the row still has ``old``'s
+        counter (and owner)."""
         checks: list[Any] = [SingleColumnCondition("LeaseCounter", Comparator.EQUAL, old.counter, False)]
         if expect_owner is not None:
             checks.append(SingleColumnCondition("LeaseOwner", Comparator.EQUAL, expect_owner, False))
         cc: Any = (
             checks[0] if len(checks) == 1 else CompositeColumnCondition(LogicalOperator.AND, tuple(checks))
         )
+        columns = {name: value for name, value in _columns(new).items() if name in changed}
+        return RowWrite(self.table, WriteType.UPDATE, normalize_primary_key(_pk(old.stream_id, old.shard_id)),
+                        normalize_columns(columns), Condition(RowExistence.EXPECT_EXIST, cc))
+
+    def _update(self, old: Lease, new: Lease, changed: tuple[str, ...], *, expect_owner: str | None) -> Lease:
+        """Write only the ``changed`` attributes of ``new``, if the row still has ``old``'s counter/owner."""
+        write = self._write(old, new, changed, expect_owner=expect_owner)
         try:
-            columns = {name: value for name, value in _columns(new).items() if name in changed}
-            self.client.update_row(self.table, _pk(old.stream_id, old.shard_id), columns,
-                                   condition=Condition(RowExistence.EXPECT_EXIST, cc))
+            self.client.update_row(self.table, write.primary_key, write.columns, condition=write.condition)
         except (ConditionFailedError, NotFoundError) as exc:
             raise LeaseLostError(f"lease of shard {old.shard_id} changed (counter {old.counter}, owner "
                                  f"{old.owner!r}): {exc.code}") from None
         return new
-
-    def renew(self, lease: Lease) -> Lease:
-        """Heartbeat: bump the counter while we still own it."""
-        return self._update(lease, replace(lease, counter=lease.counter + 1), ("LeaseCounter",),
-                            expect_owner=lease.owner)
-
-    def take(self, lease: Lease, worker_id: str) -> Lease:
-        """Take a free or expired lease (conditional on the counter we observed)."""
-        new = replace(lease, counter=lease.counter + 1, owner=worker_id, stealer="")
-        return self._update(
-            lease, new, ("LeaseCounter", "LeaseOwner", "LeaseStealer"), expect_owner=lease.owner
-        )
 
     def checkpoint(self, lease: Lease, value: str) -> Lease:
         new = replace(lease, counter=lease.counter + 1, checkpoint=value)

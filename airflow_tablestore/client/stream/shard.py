@@ -10,7 +10,8 @@ from __future__ import annotations
 import enum
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 
 from airflow_tablestore.client.backoff import Backoff
 from airflow_tablestore.client.errors import NotFoundError, TablestoreError, TrimmedDataError
@@ -87,8 +88,26 @@ class LeaseHolder:
         with self._lock:
             self.handoff_to = stealer
 
-    def renew(self) -> Lease:
-        return self._apply(self.manager.renew)
+    @staticmethod
+    def renew_all(manager: LeaseManager, holders: Sequence[LeaseHolder]) -> list[LeaseHolder]:
+        """Renew the leases of ``holders`` (in batches, each under its holder's lock, so a shard's checkpoint
+        waits for its renewal); returns the holders whose lease was lost. A row that failed otherwise keeps
+        its lease for the next renewal (logged)."""
+        with ExitStack() as locks:
+            for holder in holders:
+                locks.enter_context(holder._lock)
+            live = [holder for holder in holders if not holder.lost and not holder.released]
+            lost = []
+            for holder, outcome in zip(live, manager.renew_all([h._lease for h in live]), strict=True):
+                if isinstance(outcome, Lease):
+                    holder._lease = outcome
+                elif outcome is None:
+                    holder.lost = True
+                    lost.append(holder)
+                else:
+                    log.warning("shard %s: lease renewal failed (%s); retrying next tick",
+                                holder._lease.shard_id, outcome)
+            return lost
 
     def checkpoint(self, value: str) -> Lease:
         return self._apply(lambda lease: self.manager.checkpoint(lease, value))

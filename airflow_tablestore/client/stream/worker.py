@@ -169,12 +169,14 @@ class StreamWorker:
             ) from None
         self._description = desc
         existing = {lease.shard_id for lease in self.leases.list(self.stream_id)}
-        for shard in desc.shards:
-            if shard.shard_id not in existing and self.leases.create(
-                    Lease(self.stream_id, shard.shard_id, parent_shard_ids=shard.parent_ids)):
-                log.info(
-                    "created lease for shard %s (parents %s)", shard.shard_id, list(shard.parent_ids) or "-"
-                )
+        new = [Lease(self.stream_id, shard.shard_id, parent_shard_ids=shard.parent_ids)
+               for shard in desc.shards if shard.shard_id not in existing]
+        for lease, outcome in zip(new, self.leases.create_all(new), strict=True):
+            if isinstance(outcome, Exception):
+                raise outcome  # the next shard sync creates what is missing
+            if outcome:
+                log.info("created lease for shard %s (parents %s)", lease.shard_id,
+                         list(lease.parent_shard_ids) or "-")
 
     def _shard_exists(self, shard_id: str) -> bool:
         desc = self._description
@@ -235,15 +237,13 @@ class StreamWorker:
         assert self.stream_id is not None
         with self._lock:
             consumers = list(self._consumers.values())
-        for consumer in consumers:  # renew what we own
-            if consumer.done or consumer.holder.lost:
-                continue
-            try:
-                consumer.holder.renew()
-            except LeaseLostError:
-                consumer.request_shutdown(ShutdownReason.LEASE_LOST)
-            except TablestoreError as exc:
-                log.warning("shard %s: lease renewal failed (%s); retrying next tick", consumer.shard_id, exc)
+        owned = {consumer.holder: consumer for consumer in consumers if not consumer.done}
+        try:  # renew what we own
+            for holder in LeaseHolder.renew_all(self.leases, list(owned)):
+                owned[holder].request_shutdown(ShutdownReason.LEASE_LOST)
+        except TablestoreError as exc:
+            log.warning("stream worker %s: renewing %d lease(s) failed (%s); retrying next tick", self.worker_id,
+                        len(owned), exc)
         leases = self.leases.list(self.stream_id)
         self._observer.observe(leases, now)
         by_shard = {lease.shard_id: lease for lease in leases}
@@ -267,11 +267,9 @@ class StreamWorker:
                     consumer.request_shutdown(ShutdownReason.REQUESTED)
                 consumer.parents_done = self._parents_done(consumer.info.parent_shard_ids, by_shard)
         take, steal = plan(leases, self.worker_id, self._observer, now, self.config.lease_duration_s)
-        for lease in take:
-            try:
-                taken = self.leases.take(lease, self.worker_id)
-            except LeaseLostError:
-                continue  # another worker was faster
+        for lease, taken in zip(take, self.leases.take_all(take, self.worker_id), strict=True):
+            if not isinstance(taken, Lease):  # None: another worker was faster; an error: next tick
+                continue
             self._metrics.add("leases_taken")
             log.info("took lease of shard %s (previous owner %r)", lease.shard_id, lease.owner or "none")
             with self._lock:
