@@ -1,5 +1,5 @@
-"""How the Spark consumer's cost grows with rows and with channels: ``spark-submit`` runs of both phases at the
-points of ``bench_scale`` (the TunnelWorker's curve), measured in one run.
+"""How Spark's cost grows with rows and with channels: ``spark-submit`` runs of the consumer's two phases and of
+the data source (``spark.read``, ``readStream``) at the points of ``bench_scale``, measured in one run.
 
 Run: ``.venv/bin/python -m benchmarks.bench_scale_spark [--axis rows|channels|both] [--scale 1.0]``
 
@@ -12,7 +12,9 @@ BaseAndStream tunnel is created, ``rows / 4`` rows are updated, and the consumer
 cutoff after the last update. For each run: wall time; CPU seconds of the driver's JVM (in local mode it also
 runs the executors' JVM side), of the driver's Python process and of the executors' Python workers, sampled
 from /proc every 0.2 s; peak RSS of each; the records, rounds and the Python workers' peak RSS from the
-consumer's summary line; Spark tasks from the run's event log; the emulator's CPU and requests by API.
+consumer's summary line; Spark tasks from the run's event log; the emulator's CPU and requests by API. Then the
+data source's two jobs (:mod:`benchmarks.scale_spark_jobs`, into Spark's ``noop`` sink): ``spark.read`` of the
+whole table, and ``readStream`` of a third BaseAndStream tunnel with ``availableNow``, measured the same way.
 
 ``--compare-tree DIR`` also runs both phases of every point with the consumer of another checkout (an older
 revision with its C extension built in place: ``git archive REV | tar -x -C DIR`` and ``python -c "from setuptools
@@ -51,7 +53,14 @@ RESULTS_FILE = RESULTS / "scale-spark.md"
 ROWS_POINTS = ((250_000, 16), (2_500_000, 16))
 CHANNEL_POINTS = ((1_000_000, 4), (1_000_000, 64), (1_000_000, 256))
 KINDS = ("jvm", "driver python", "executor python")
-APIS = ("/tunnel/readrecords", "/tunnel/heartbeat", "/tunnel/checkpoint", "/tunnel/getcheckpoint")
+PHASES = ("full", "incremental", "spark.read", "readStream")
+"""What is measured at each point: the consumer's two phases, then the data source's two jobs."""
+STREAM_TUNNEL = "scale_stream"
+JOBS_APP = Path(__file__).resolve().parent / "scale_spark_jobs.py"
+APPLICATIONS = ("tablestore_consumer.py", JOBS_APP.name)
+APIS = ("/tunnel/readrecords", "/tunnel/heartbeat", "/tunnel/checkpoint", "/tunnel/getcheckpoint", "/GetRange")
+ROW_WRITES = ("/PutRow", "/UpdateRow", "/BatchWriteRow")
+"""The row writes of a run: the streaming source's positions table (the consumer's sink here is Parquet)."""
 
 
 @dataclass
@@ -79,7 +88,7 @@ class SparkRun:
 def classify(cmdline: str) -> str:
     if "pyspark.daemon" in cmdline or "pyspark.worker" in cmdline:
         return "executor python"
-    if "tablestore_consumer.py" in cmdline and "java" not in cmdline.split(" ", 1)[0]:
+    if any(app in cmdline for app in APPLICATIONS) and "java" not in cmdline.split(" ", 1)[0]:
         return "driver python"
     if cmdline.split(" ", 1)[0].endswith("java"):
         return "jvm"
@@ -115,21 +124,36 @@ def consumer_env(emu: EmulatorProcess, code: Code | None = None) -> dict[str, st
 
 def run_phase(emu: EmulatorProcess, phase: str, rows: int, channels: int, work: Path, cutoff: str | None,
               label: str | None = None, code: Code | None = None) -> SparkRun:
-    """One ``spark-submit`` of ``phase`` with ``code``'s consumer, recorded as ``label`` (default: the phase)."""
-    assert emu.process is not None
-    label = label or phase
+    """One ``spark-submit`` of the consumer's ``phase`` with ``code``'s consumer, recorded as ``label`` (default:
+    the phase)."""
     code = code or Code()
-    name = f"{label}-{code.tunnel}"
-    events = work / f"events-{name}"
+    name = f"{label or phase}-{code.tunnel}"
+    args = ["--table", TABLE, "--tunnel", code.tunnel, "--phase", phase, "--sink", "parquet",
+            "--sink-path", str(work / f"changes-{code.tunnel}"), "--summary-file", str(work / f"summary-{name}.json")]
+    if cutoff:
+        args += ["--cutoff", cutoff]
+    return submit(emu, label or phase, rows, channels, work, code.application(), args, code)
+
+
+def run_job(emu: EmulatorProcess, job: str, rows: int, channels: int, work: Path) -> SparkRun:
+    """One ``spark-submit`` of a data-source job (:mod:`benchmarks.scale_spark_jobs`): ``spark.read`` of the
+    table or ``readStream`` of :data:`STREAM_TUNNEL`."""
+    args = ["--job", "read" if job == "spark.read" else "stream", "--table", TABLE, "--tunnel", STREAM_TUNNEL,
+            "--checkpoint", str(work / "stream-checkpoint"), "--summary-file", str(work / f"summary-{job}.json")]
+    return submit(emu, job, rows, channels, work, str(JOBS_APP), args, Code(tunnel=STREAM_TUNNEL))
+
+
+def submit(emu: EmulatorProcess, label: str, rows: int, channels: int, work: Path, application: str,
+           args: list[str], code: Code) -> SparkRun:
+    """Run ``spark-submit --master local[2] application args`` (whose ``--summary-file`` gets the records),
+    sampling its process tree and the emulator."""
+    assert emu.process is not None
+    events = work / f"events-{label}-{code.tunnel}"
     events.mkdir()
     cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
            "--conf", "spark.ui.enabled=false", "--conf", "spark.eventLog.enabled=true",
            "--conf", f"spark.eventLog.dir=file://{events}", "--conf", "spark.eventLog.compress=false",
-           "--conf", "spark.eventLog.rolling.enabled=false", code.application(),
-           "--table", TABLE, "--tunnel", code.tunnel, "--phase", phase, "--sink", "parquet",
-           "--sink-path", str(work / f"changes-{code.tunnel}"), "--summary-file", str(work / f"summary-{name}.json")]
-    if cutoff:
-        cmd += ["--cutoff", cutoff]
+           "--conf", "spark.eventLog.rolling.enabled=false", application, *args]
     emu.control.request_counts(reset=True)
     emu_cpu = process_cpu_s(emu.process.pid)
     started = time.monotonic()
@@ -139,15 +163,15 @@ def run_phase(emu: EmulatorProcess, phase: str, rows: int, channels: int, work: 
         output, _ = proc.communicate(timeout=7200)
     wall = time.monotonic() - started
     if proc.returncode != 0:
-        raise RuntimeError(f"{phase} phase failed ({proc.returncode}):\n{output[-4000:]}")
-    summary = json.loads((work / f"summary-{name}.json").read_text())
+        raise RuntimeError(f"{label} failed ({proc.returncode}):\n{output[-4000:]}")
+    summary = json.loads(Path(args[args.index("--summary-file") + 1]).read_text())
     tasks = sum(line.count('"Event":"SparkListenerTaskEnd"') for log in events.rglob("*") if log.is_file()
                 for line in log.read_text().splitlines())
     usage = sampler.usage()
-    run = SparkRun(label, rows, channels, summary["records"], summary["rounds"], tasks, wall,
-                   {k: usage.cpu_s.get(k, 0.0) for k in KINDS}, {k: usage.peak_rss_mb.get(k, 0.0) for k in KINDS},
-                   summary["peak_task_rss_bytes"] / 2**20, process_cpu_s(emu.process.pid) - emu_cpu,
-                   emu.control.request_counts(), code.label)
+    run = SparkRun(label, rows, channels, summary["records"], summary.get("rounds", summary.get("batches", 0)),
+                   tasks, wall, {k: usage.cpu_s.get(k, 0.0) for k in KINDS},
+                   {k: usage.peak_rss_mb.get(k, 0.0) for k in KINDS}, summary.get("peak_task_rss_bytes", 0) / 2**20,
+                   process_cpu_s(emu.process.pid) - emu_cpu, emu.control.request_counts(), code.label)
     print(f"  {label} ({code.label}): {run.records:,} records, {run.rounds} rounds, {run.tasks} tasks, {wall:.1f} s, "
           "CPU "
           + ", ".join(f"{k} {v:.1f}" for k, v in run.cpu_s.items()), flush=True)
@@ -166,8 +190,8 @@ def measure_point(rows: int, channels: int, other: Code | None = None, other_fir
         codes = [Code()]
         if other is not None:
             codes.insert(0 if other_first else 1, other)
-        for code in codes:
-            tunnels.create_tunnel(TABLE, code.tunnel, TunnelType.BASE_AND_STREAM)
+        for tunnel in [*(code.tunnel for code in codes), STREAM_TUNNEL]:
+            tunnels.create_tunnel(TABLE, tunnel, TunnelType.BASE_AND_STREAM)
         changes = write_changes(tables, rows)
         time.sleep(1.0)
         cutoff = datetime.now(UTC).isoformat()
@@ -178,15 +202,18 @@ def measure_point(rows: int, channels: int, other: Code | None = None, other_fir
         incremental = [run_phase(emu, "incremental", rows, channels, Path(tmp), cutoff, code=code) for code in codes]
         # the same window again: nothing left to read (the run checks the tunnel and stops before Spark starts)
         startup = run_phase(emu, "incremental", rows, channels, Path(tmp), cutoff, label="start-up")
+        jobs = [run_job(emu, job, rows, channels, Path(tmp)) for job in PHASES[2:]]
     for f, i in zip(full, incremental, strict=True):
         if f.records != rows or i.records != changes:
             raise RuntimeError(f"{f.code}: records {f.records} + {i.records}, expected {rows} + {changes}")
-    return [*full, *incremental, startup]
+    if [j.records for j in jobs] != [rows, rows + changes]:
+        raise RuntimeError(f"spark.read and readStream: {[j.records for j in jobs]}, expected {rows}, {rows + changes}")
+    return [*full, *incremental, startup, *jobs]
 
 
 def report(runs: list[SparkRun], command: str) -> str:
     lines = [
-        "# Scale: the Spark consumer against rows and channels",
+        "# Scale: Spark (the consumer, spark.read, readStream) against rows and channels",
         "",
         f"Command: `{command}`",
         "",
@@ -201,12 +228,16 @@ def report(runs: list[SparkRun], command: str) -> str:
         "left to read: a `spark-submit` that checks the tunnel and stops before starting Spark. The fixed cost "
         "of a run that does start Spark (its session, the Python workers' start) is in every other row: the "
         "ratios compare totals, and the cost of one more task is the difference of two points over their "
-        "difference in tasks. 2 vCPUs shared by Spark and the emulator.",
+        "difference in tasks. Then the data source, each job a `spark-submit` into Spark's `noop` sink "
+        "(`benchmarks/scale_spark_jobs.py`): `spark.read` of the whole table (`count()`; records = rows) and "
+        "`readStream` of a third BaseAndStream tunnel with `availableNow` (records = its base data and changes; "
+        "\"rounds\" = micro-batches). 2 vCPUs shared by Spark and the emulator.",
         "",
         "| code | phase | rows | channels | records | rounds | Spark tasks | wall s | JVM CPU-s / 100k | driver Python "
         "CPU-s / 100k | executor Python CPU-s / 100k | JVM peak MB | driver Python peak MB | task RSS MB "
-        "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / s | Checkpoint / 100k | GetCheckpoint / 100k |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / s | Checkpoint / 100k | GetCheckpoint / 100k "
+        "| GetRange / 100k | row writes / 100k |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
         lines.append(
@@ -216,7 +247,9 @@ def report(runs: list[SparkRun], command: str) -> str:
             f"| {r.per_100k(r.cpu_s['executor python']):.2f} | {r.peak_rss_mb['jvm']:.0f} "
             f"| {r.peak_rss_mb['driver python']:.0f} | {r.task_rss_mb:.0f} | {r.per_100k(r.emulator_cpu_s):.2f} "
             f"| {r.per_100k(r.requests.get(APIS[0], 0)):.1f} | {r.requests.get(APIS[1], 0) / r.wall_s:.2f} "
-            f"| {r.per_100k(r.requests.get(APIS[2], 0)):.1f} | {r.per_100k(r.requests.get(APIS[3], 0)):.1f} |")
+            f"| {r.per_100k(r.requests.get(APIS[2], 0)):.1f} | {r.per_100k(r.requests.get(APIS[3], 0)):.1f} "
+            f"| {r.per_100k(r.requests.get(APIS[4], 0)):.1f} "
+            f"| {r.per_100k(sum(r.requests.get(api, 0) for api in ROW_WRITES)):.1f} |")
     lines += ["", *ratios(runs), ""]
     for chart in sorted(RESULTS.glob("scale-spark-*.png")):
         lines += [f"![{chart.stem}](benchmarks/results/{chart.name})", ""]
@@ -232,15 +265,17 @@ def ratios(runs: list[SparkRun]) -> list[str]:
     each consumer code measured."""
     out = []
     codes = list(dict.fromkeys(r.code for r in runs))
-    for code, phase in ((c, p) for c in codes for p in ("full", "incremental")):
+    for code, phase in ((c, p) for c in codes for p in PHASES):
         mine = {(r.rows, r.channels): r for r in runs if r.phase == phase and r.code == code}
         phase_label = phase if len(codes) == 1 else f"{code}, {phase}"
         rows_points = sorted(k for k in mine if k[1] == 16)
         if len(rows_points) >= 2:
             small, big = mine[rows_points[0]], mine[rows_points[-1]]
+            task_rss = f", task RSS {big.task_rss_mb / small.task_rss_mb:.2f}x" if small.task_rss_mb else ""
             out.append(f"- {phase_label}, {big.rows / small.rows:.0f}x rows: CPU {_total(big) / _total(small):.2f}x "
                        f"(executors {big.cpu_s['executor python'] / small.cpu_s['executor python']:.2f}x), wall "
-                       f"{big.wall_s / small.wall_s:.2f}x, task RSS {big.task_rss_mb / small.task_rss_mb:.2f}x, "
+                       f"{big.wall_s / small.wall_s:.2f}x{task_rss}, Python workers' peak "
+                       f"{big.peak_rss_mb['executor python'] / small.peak_rss_mb['executor python']:.2f}x, "
                        f"JVM peak {big.peak_rss_mb['jvm'] / small.peak_rss_mb['jvm']:.2f}x.")
         by_channels = sorted((k for k in mine if k[0] == max(r for r, _ in mine)), key=lambda k: k[1])
         if len(by_channels) >= 2 and by_channels[0][1] != by_channels[-1][1]:
@@ -270,7 +305,7 @@ def charts(runs: list[SparkRun]) -> None:
             continue
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
         codes = list(dict.fromkeys(r.code for r in points))
-        for code, phase in ((c, p) for c in codes for p in ("full", "incremental")):
+        for code, phase in ((c, p) for c in codes for p in PHASES):
             mine = sorted((r for r in points if r.phase == phase and r.code == code), key=lambda r: getattr(r, axis))
             phase = phase if len(codes) == 1 else f"{code}, {phase}"
             xs = [getattr(r, axis) for r in mine]
