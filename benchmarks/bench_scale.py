@@ -50,7 +50,9 @@ ROWS_POINTS = ((250_000, 16), (2_500_000, 16))
 CHANNEL_POINTS = ((1_000_000, 4), (1_000_000, 64), (1_000_000, 256))
 STREAM_WORKER = "StreamWorker"
 STREAM_STATUS_TABLE = "bench_scale_status"
-STREAM_APIS = ("/GetStreamRecord", "/GetShardIterator", "/UpdateRow")
+STREAM_APIS = ("/GetStreamRecord", "/GetShardIterator", "/UpdateRow", "/BatchWriteRow")
+LEASE_WRITES = ("/PutRow", "/UpdateRow", "/BatchWriteRow")
+"""The StreamWorker's writes to its status table: lease creation, takeovers, renewals and checkpoints."""
 TUNNEL_APIS = ("/tunnel/readrecords", "/tunnel/heartbeat", "/tunnel/checkpoint", "/tunnel/getcheckpoint")
 
 
@@ -121,8 +123,18 @@ def stream_worker(client: TableClient, spec: dict[str, Any], counter: Any) -> An
     from airflow_tablestore.client.stream.worker import StreamWorker
     from benchmarks.bench_stream_worker import NoOpShardProcessor
 
-    config = StreamWorkerConfig(status_table=STREAM_STATUS_TABLE, worker_id="bench", progress_log_interval_s=3600)
+    config = StreamWorkerConfig(status_table=spec["status_table"], worker_id="bench", progress_log_interval_s=3600)
     return StreamWorker(client, spec["table"], lambda shard: NoOpShardProcessor(counter), config)
+
+
+def stream_worker_label(client: str, clients: int) -> str:
+    """How the results name a tree's StreamWorker: ``StreamWorker``, or ``StreamWorker (before)`` beside
+    another tree."""
+    return STREAM_WORKER if clients == 1 else f"{STREAM_WORKER} ({client})"
+
+
+def is_stream_worker(m: Measurement) -> bool:
+    return m.client.startswith(STREAM_WORKER)
 
 
 def worker_config() -> Any:
@@ -149,8 +161,11 @@ def measure_point(rows: int, channels: int, clients: dict[str, Path], with_strea
               flush=True)
         runs = [(name, tree, {"tunnel_id": tunnel_ids[name], "records": rows + changes})
                 for name, tree in clients.items()]
-        if with_stream_worker:
-            runs.append((STREAM_WORKER, ROOT, {"system": STREAM_WORKER, "table": TABLE, "records": changes}))
+        if with_stream_worker:  # each tree's StreamWorker from the start of the stream, with its own status table
+            runs += [(stream_worker_label(name, len(clients)), tree,
+                      {"system": STREAM_WORKER, "table": TABLE, "records": changes,
+                       "status_table": f"{STREAM_STATUS_TABLE}_{number}"})
+                     for number, (name, tree) in enumerate(clients.items())]
         results = []
         for name, tree, spec in runs:
             m = run_child(point.emulator, name, tree, spec, rows, channels)
@@ -184,8 +199,8 @@ def report(results: list[Measurement], command: str, clients: dict[str, str]) ->
     checkout's name)."""
     from benchmarks.scale_data import CHANGES_FRACTION
 
-    tunnel = [m for m in results if m.client != STREAM_WORKER]
-    stream = [m for m in results if m.client == STREAM_WORKER]
+    tunnel = [m for m in results if not is_stream_worker(m)]
+    stream = [m for m in results if is_stream_worker(m)]
     lines = [
         "# Scale: the TunnelWorker and the StreamWorker against rows and channels",
         "",
@@ -201,7 +216,8 @@ def report(results: list[Measurement], command: str, clients: dict[str, str]) ->
         f"batch) drains the table's stream, the `rows / {CHANGES_FRACTION}` changes over `channels` shards. CPU "
         "is the client process's (every thread); the emulator's CPU and requests cover the same span. 2 vCPUs "
         "shared by the client and the emulator (and, during this run, other work: compare within a point). "
-        "TunnelWorker clients: " + ", ".join(f"`{name}` ({tree})" for name, tree in clients.items()) + ".",
+        "Clients (TunnelWorker and StreamWorker alike): "
+        + ", ".join(f"`{name}` ({tree})" for name, tree in clients.items()) + ".",
         "",
         "| client | rows | channels | records | CPU-s / 100k | wall s | records/s | peak threads | peak RSS MB "
         "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / 100k | Checkpoint / 100k | GetCheckpoint / 100k |",
@@ -219,24 +235,28 @@ def report(results: list[Measurement], command: str, clients: dict[str, str]) ->
             "StreamWorker (`records` = the changes; `shards` = `channels`; UpdateRow = lease renewals, takeovers "
             "and checkpoints):",
             "",
-            "| rows | shards | records | CPU-s / 100k | wall s | records/s | peak threads | peak RSS MB "
+            "| client | rows | shards | records | CPU-s / 100k | wall s | records/s | peak threads | peak RSS MB "
             "| emulator CPU-s / 100k | GetStreamRecord / 100k | GetShardIterator / 100k | UpdateRow / 100k "
-            "| UpdateRow / s | requests / 100k |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| BatchWriteRow / 100k | lease and checkpoint writes / s | requests / 100k |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for m in stream:
             lines.append(
-                f"| {m.rows:,} | {m.channels} | {m.records:,} | {m.per_100k(m.cpu_s):.3f} | {m.wall_s:.1f} "
-                f"| {m.records / m.wall_s:,.0f} | {m.peak_threads} | {m.peak_rss_mb:.0f} "
+                f"| {m.client} | {m.rows:,} | {m.channels} | {m.records:,} | {m.per_100k(m.cpu_s):.3f} "
+                f"| {m.wall_s:.1f} | {m.records / m.wall_s:,.0f} | {m.peak_threads} | {m.peak_rss_mb:.0f} "
                 f"| {m.per_100k(m.emulator_cpu_s):.3f} | " + " | ".join(
                     f"{m.per_100k(m.requests.get(api, 0)):.1f}" for api in STREAM_APIS)
-                + f" | {m.requests.get('/UpdateRow', 0) / m.wall_s:.2f} | {m.per_100k(sum(m.requests.values())):.1f} |")
+                + f" | {lease_writes(m) / m.wall_s:.2f} | {m.per_100k(sum(m.requests.values())):.1f} |")
     lines += ["", *ratios(results), ""]
     for chart in (RESULTS / "scale-rows.png", RESULTS / "scale-channels.png"):
         if not chart.exists():
             continue
         lines += [f"![{chart.stem}](benchmarks/results/{chart.name})", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def lease_writes(m: Measurement) -> int:
+    return sum(m.requests.get(api, 0) for api in LEASE_WRITES)
 
 
 def ratios(results: list[Measurement]) -> list[str]:
@@ -257,19 +277,20 @@ def ratios(results: list[Measurement]) -> list[str]:
         channel_points = sorted((k for k in mine if k[0] == channel_rows), key=lambda k: k[1])
         if len(channel_points) >= 2 and channel_points[0][1] != channel_points[-1][1]:
             few, many = mine[channel_points[0]], mine[channel_points[-1]]
-            beat, beats = (("/UpdateRow", "lease and checkpoint writes") if client == STREAM_WORKER
-                           else ("/tunnel/heartbeat", "heartbeats"))
+            stream = is_stream_worker(few)
+            beats = "lease and checkpoint writes" if stream else "heartbeats"
+            rate = ((lambda m: lease_writes(m) / m.wall_s) if stream
+                    else (lambda m: m.requests.get("/tunnel/heartbeat", 0) / m.wall_s))
             out.append(f"- `{client}`, {few.channels} → {many.channels} channels: CPU per record "
                        f"{many.per_100k(many.cpu_s) / few.per_100k(few.cpu_s):.2f}x, threads {few.peak_threads} → "
-                       f"{many.peak_threads}, {beats} per second {few.requests.get(beat, 0) / few.wall_s:.2f} → "
-                       f"{many.requests.get(beat, 0) / many.wall_s:.2f}.")
+                       f"{many.peak_threads}, {beats} per second {rate(few):.2f} → {rate(many):.2f}.")
             requests = sum(many.requests.values()) - sum(few.requests.values())
             if many.cpu_s <= few.cpu_s:
                 out.append(f"  No fixed cost per channel shows at this size: the client's CPU fell from "
                            f"{few.cpu_s:.2f} to {many.cpu_s:.2f} s as the drain took {many.wall_s:.0f} s instead of "
                            f"{few.wall_s:.0f} s (more channels read at once), so costs paid per second (heartbeats, "
                            f"idle polls) ran for less time; {requests} more requests in all.")
-            elif client == STREAM_WORKER:
+            elif stream:
                 extra = many.channels - few.channels
                 out.append(f"  Each further shard cost the client {1000 * (many.cpu_s - few.cpu_s) / extra:.1f} ms "
                            f"of CPU and {requests / extra:.1f} requests (its lease, iterator and reads).")
