@@ -80,6 +80,7 @@ class SparkRun:
     emulator_cpu_s: float = 0.0
     requests: dict[str, int] = field(default_factory=dict)
     code: str = "this tree"
+    peak_threads: dict[str, int] = field(default_factory=dict)
 
     def per_100k(self, value: float) -> float:
         return value * 100_000 / self.records if self.records else 0.0
@@ -171,7 +172,8 @@ def submit(emu: EmulatorProcess, label: str, rows: int, channels: int, work: Pat
     run = SparkRun(label, rows, channels, summary["records"], summary.get("rounds", summary.get("batches", 0)),
                    tasks, wall, {k: usage.cpu_s.get(k, 0.0) for k in KINDS},
                    {k: usage.peak_rss_mb.get(k, 0.0) for k in KINDS}, summary.get("peak_task_rss_bytes", 0) / 2**20,
-                   process_cpu_s(emu.process.pid) - emu_cpu, emu.control.request_counts(), code.label)
+                   process_cpu_s(emu.process.pid) - emu_cpu, emu.control.request_counts(), code.label,
+                   {k: usage.peak_threads.get(k, 0) for k in KINDS})
     print(f"  {label} ({code.label}): {run.records:,} records, {run.rounds} rounds, {run.tasks} tasks, {wall:.1f} s, "
           "CPU "
           + ", ".join(f"{k} {v:.1f}" for k, v in run.cpu_s.items()), flush=True)
@@ -224,7 +226,8 @@ def report(runs: list[SparkRun], command: str) -> str:
         "(sampled from /proc every 0.2 s): the JVM (driver and, in local mode, the executors' JVM side), the "
         "driver's Python (the tunnel session, planning, checkpoints) and the executors' Python workers (reading, "
         "decoding, Arrow, Parquet). Tasks from Spark's event log; \"task RSS\" is the Python workers' peak from "
-        "the consumer's summary. A third run per point (`start-up`) repeats the incremental window with nothing "
+        "the consumer's summary; peak threads: the most each class of process had at once. A third run per "
+        "point (`start-up`) repeats the incremental window with nothing "
         "left to read: a `spark-submit` that checks the tunnel and stops before starting Spark. The fixed cost "
         "of a run that does start Spark (its session, the Python workers' start) is in every other row: the "
         "ratios compare totals, and the cost of one more task is the difference of two points over their "
@@ -235,9 +238,10 @@ def report(runs: list[SparkRun], command: str) -> str:
         "",
         "| code | phase | rows | channels | records | rounds | Spark tasks | wall s | JVM CPU-s / 100k | driver Python "
         "CPU-s / 100k | executor Python CPU-s / 100k | JVM peak MB | driver Python peak MB | task RSS MB "
+        "| peak threads (JVM / driver / workers) "
         "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / s | Checkpoint / 100k | GetCheckpoint / 100k "
         "| GetRange / 100k | row writes / 100k |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
         lines.append(
@@ -245,7 +249,8 @@ def report(runs: list[SparkRun], command: str) -> str:
             f"| {r.wall_s:.1f} "
             f"| {r.per_100k(r.cpu_s['jvm']):.2f} | {r.per_100k(r.cpu_s['driver python']):.2f} "
             f"| {r.per_100k(r.cpu_s['executor python']):.2f} | {r.peak_rss_mb['jvm']:.0f} "
-            f"| {r.peak_rss_mb['driver python']:.0f} | {r.task_rss_mb:.0f} | {r.per_100k(r.emulator_cpu_s):.2f} "
+            f"| {r.peak_rss_mb['driver python']:.0f} | {r.task_rss_mb:.0f} "
+            f"| {' / '.join(str(r.peak_threads.get(k, '-')) for k in KINDS)} | {r.per_100k(r.emulator_cpu_s):.2f} "
             f"| {r.per_100k(r.requests.get(APIS[0], 0)):.1f} | {r.requests.get(APIS[1], 0) / r.wall_s:.2f} "
             f"| {r.per_100k(r.requests.get(APIS[2], 0)):.1f} | {r.per_100k(r.requests.get(APIS[3], 0)):.1f} "
             f"| {r.per_100k(r.requests.get(APIS[4], 0)):.1f} "

@@ -18,13 +18,13 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
-def _stat(pid: int) -> tuple[int, float, float] | None:
-    """(parent pid, CPU seconds, RSS MB) of a live process, None once it is gone."""
+def _stat(pid: int) -> tuple[int, float, float, int] | None:
+    """(parent pid, CPU seconds, RSS MB, threads) of a live process, None once it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[21]) * _PAGE_MB
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[21]) * _PAGE_MB, int(fields[17])
 
 
 @dataclass
@@ -34,6 +34,8 @@ class TreeUsage:
     cpu_s: dict[str, float] = field(default_factory=dict)
     peak_rss_mb: dict[str, float] = field(default_factory=dict)
     processes: dict[str, int] = field(default_factory=dict)
+    peak_threads: dict[str, int] = field(default_factory=dict)
+    """The most threads the class's processes had together at one sample."""
 
 
 class TreeSampler:
@@ -48,6 +50,7 @@ class TreeSampler:
         self._cpu: dict[int, float] = {}
         self._rss: dict[int, float] = {}
         self._kind: dict[int, str] = {}
+        self._threads: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -70,14 +73,15 @@ class TreeSampler:
 
     def sample(self) -> None:
         parents: dict[int, list[int]] = {}
-        stats: dict[int, tuple[float, float]] = {}
+        stats: dict[int, tuple[float, float, int]] = {}
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
                 got = _stat(int(entry.name))
                 if got is not None:
                     parents.setdefault(got[0], []).append(int(entry.name))
-                    stats[int(entry.name)] = (got[1], got[2])
+                    stats[int(entry.name)] = (got[1], got[2], got[3])
         todo = [self.root]
+        threads: dict[str, int] = {}
         while todo:
             pid = todo.pop()
             todo += parents.get(pid, [])
@@ -91,9 +95,12 @@ class TreeSampler:
                 self._kind[pid] = self.classify(cmdline)
             elif pid not in self._kind:
                 continue
-            cpu, rss = stats[pid]
+            cpu, rss, count = stats[pid]
             self._cpu[pid] = max(cpu, self._cpu.get(pid, 0.0))
             self._rss[pid] = max(rss, self._rss.get(pid, 0.0))
+            threads[self._kind[pid]] = threads.get(self._kind[pid], 0) + count
+        for kind, count in threads.items():
+            self._threads[kind] = max(count, self._threads.get(kind, 0))
 
     def usage(self) -> TreeUsage:
         out = TreeUsage()
@@ -101,4 +108,5 @@ class TreeSampler:
             out.cpu_s[kind] = out.cpu_s.get(kind, 0.0) + self._cpu.get(pid, 0.0)
             out.peak_rss_mb[kind] = max(out.peak_rss_mb.get(kind, 0.0), self._rss.get(pid, 0.0))
             out.processes[kind] = out.processes.get(kind, 0) + 1
+        out.peak_threads = dict(self._threads)
         return out
