@@ -252,8 +252,7 @@ class TunnelWorker:
                     self._raise_fatal(exc)
                     break
                 self._metrics.maybe_log(self.config.progress_log_interval_s, self.tunnel_id)
-                self._wake.wait(self.config.heartbeat_interval_s)
-                self._wake.clear()
+                self._wait_for_beat(started + self.config.heartbeat_interval_s)
                 # Woken early (a channel closed): still keep a minimum gap between heartbeats.
                 gap = min(MIN_HEARTBEAT_GAP_S, self.config.heartbeat_interval_s) - (
                     time.monotonic() - started
@@ -265,6 +264,21 @@ class TunnelWorker:
         self._end_session(graceful=lost is None and self._graceful and self._fatal is None)
         if lost is not None:
             raise lost
+
+    def _wait_for_beat(self, deadline: float) -> None:
+        """Until ``deadline``, or until a channel closes while the worker has room for another channel (fewer
+        open channels than read threads): then the next heartbeat reports the close and asks for more at once.
+        With more channels than that, closes wait for the regular beat, so heartbeats do not follow channels."""
+        while not self._stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._wake.wait(remaining):
+                return
+            self._wake.clear()
+            with self._lock:
+                open_channels = sum(1 for c in self._consumers.values()
+                                    if c.state in (ConsumerState.WAIT, ConsumerState.RUNNING))
+            if open_channels < self.config.read_threads:
+                return
 
     def _end_session(self, *, graceful: bool) -> None:
         with self._lock:
