@@ -10,10 +10,10 @@ Points (``--scale`` multiplies every row count; the issue's points are ``--scale
 At each point one emulator process serves a table of ``rows`` rows (int key, four small columns) with its stream
 on: the rows are loaded once per row count and cached (:mod:`benchmarks.scale_data`), and the point's emulator runs
 on a copy with ``channels`` stream partitions. One BaseAndStream tunnel per measured client is created, then
-``rows / 4`` updates are written, so every tunnel holds the same ``rows`` base records and ``rows / 4`` stream
-records. Each client drains its tunnel in a child process of its own (a TunnelWorker with the default
-configuration and a no-op processor), timed from ``start()`` to its last record: CPU seconds of the client
-process (all its threads), wall time, the peak number of threads (sampled every 20 ms), peak RSS, and the
+every row is updated once, so every tunnel holds the same ``rows`` base records and ``rows`` stream records.
+Each client drains its tunnel in a child process of its own (a TunnelWorker with the default configuration
+and a no-op processor), timed from ``start()`` to its last record: CPU seconds of the client process (all its
+threads), wall time, the peak number of threads (sampled every 20 ms), peak RSS, and the
 emulator's CPU seconds and requests by API over the same span (the emulator's control op ``requests``).
 ``--client-tree DIR`` adds a second client: the same child run from another checkout (a git worktree of an older
 revision, with the compiled decoder copied in), so a change is measured before and after on the same data in one
@@ -145,8 +145,8 @@ def worker_config() -> Any:
 
 
 def measure_point(rows: int, channels: int, clients: dict[str, Path], with_stream_worker: bool) -> list[Measurement]:
-    """Each client's TunnelWorker drains its own tunnel, then (``with_stream_worker``) this tree's StreamWorker
-    drains the table's stream (the ``rows / 4`` changes), one child process each."""
+    """Each client's TunnelWorker drains its own tunnel, then (``with_stream_worker``) each client's StreamWorker
+    drains the table's stream (the ``rows`` changes), one child process each."""
     # imported here: the child runs this file from older trees, whose benchmarks package may not have it
     from benchmarks.scale_data import TABLE, scale_point, write_changes
 
@@ -197,8 +197,6 @@ def run_child(emu: Any, name: str, tree: Path, spec: dict[str, Any], rows: int, 
 def report(results: list[Measurement], command: str, clients: dict[str, str]) -> str:
     """The results file: ``clients`` maps each TunnelWorker client to the tree it ran ("this tree" or a
     checkout's name)."""
-    from benchmarks.scale_data import CHANGES_FRACTION
-
     tunnel = [m for m in results if not is_stream_worker(m)]
     stream = [m for m in results if is_stream_worker(m)]
     lines = [
@@ -207,13 +205,13 @@ def report(results: list[Measurement], command: str, clients: dict[str, str]) ->
         f"Command: `{command}`",
         "",
         "Each point: one emulator process, a table of `rows` rows (int key + 4 small columns) with its stream on, "
-        f"one BaseAndStream tunnel per client holding `rows` base records and `rows / {CHANGES_FRACTION}` stream "
-        "records; `channels` is both the stream partitions and the number of base channels. The rows are loaded "
+        "one BaseAndStream tunnel per client holding `rows` base records and `rows` stream records (every row "
+        "updated once); `channels` is both the stream partitions and the number of base channels. The rows are loaded "
         "once per row count (stream off) and each point runs on a copy with its stream enabled "
         "(`benchmarks/scale_data.py`), so the stream holds only the changes. Each client drains its tunnel in a "
         "child process (a default `TunnelWorker`, no-op processor), timed from `start()` to the last record; "
-        f"then a `StreamWorker` (default configuration, fresh status table, no-op processor checkpointing every "
-        f"batch) drains the table's stream, the `rows / {CHANGES_FRACTION}` changes over `channels` shards. CPU "
+        "then a `StreamWorker` (default configuration, fresh status table, no-op processor checkpointing every "
+        "batch) drains the table's stream, the `rows` changes over `channels` shards. CPU "
         "is the client process's (every thread); the emulator's CPU and requests cover the same span. 2 vCPUs "
         "shared by the client and the emulator (and, during this run, other work: compare within a point). "
         "Clients (TunnelWorker and StreamWorker alike): "

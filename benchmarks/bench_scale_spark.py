@@ -7,7 +7,7 @@ Points (``--scale`` multiplies every row count, as in ``bench_scale``): rows 250
 channels; channels 4, 64 and 256 at 1,000,000 rows. At each point one emulator process serves a table of ``rows``
 rows with its stream on (``channels`` stream partitions and BaseData channels of rows/channels rows; the rows
 are loaded once per row count and cached, :mod:`benchmarks.scale_data`); a
-BaseAndStream tunnel is created, ``rows / 4`` rows are updated, and the consumer runs twice with real
+BaseAndStream tunnel is created, every row is updated once, and the consumer runs twice with real
 ``spark-submit --master local[2]`` into a Parquet change log: the full phase, then the incremental phase up to a
 cutoff after the last update. For each run: wall time; CPU seconds of the driver's JVM (in local mode it also
 runs the executors' JVM side), of the driver's Python process and of the executors' Python workers, sampled
@@ -45,7 +45,7 @@ from airflow_tablestore.client.tunnel.client import TunnelClient
 from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.consumer.job import application_path
 from benchmarks.processes import TreeSampler, process_cpu_s
-from benchmarks.scale_data import CHANGES_FRACTION, TABLE, scale_point, write_changes
+from benchmarks.scale_data import TABLE, scale_point, write_changes
 
 TUNNEL = "scale_spark"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -220,7 +220,7 @@ def report(runs: list[SparkRun], command: str) -> str:
         f"Command: `{command}`",
         "",
         "Each point: one emulator process, a table of `rows` rows (int key + 4 small columns) with its stream on, "
-        f"one BaseAndStream tunnel, `rows / {CHANGES_FRACTION}` updates; `channels` is both the stream partitions "
+        "one BaseAndStream tunnel, `rows` updates (every row once); `channels` is both the stream partitions "
         "and the number of BaseData channels. The consumer runs with `spark-submit --master local[2]` into a "
         "Parquet change log, the full phase then the incremental phase. CPU per 100k records by process "
         "(sampled from /proc every 0.2 s): the JVM (driver and, in local mode, the executors' JVM side), the "

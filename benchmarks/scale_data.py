@@ -36,7 +36,6 @@ CACHE = Path(__file__).resolve().parent / ".cache"
 FORMAT_VERSION = 1
 SCHEMA = "id:int;name:str,score:int,ratio:float,active:bool"
 """The row layout :func:`~benchmarks.common.load_user_rows` writes; change it with that function."""
-CHANGES_FRACTION = 4
 _STORE_SCHEMA = Path(__file__).resolve().parent.parent / "airflow_tablestore" / "emulator" / "store" / "core.py"
 
 
@@ -106,7 +105,8 @@ def scale_point(rows: int, channels: int) -> Iterator[ScalePoint]:
 
 
 def write_changes(tables: TableClient, rows: int) -> int:
-    """Update every ``CHANGES_FRACTION``-th row once (one stream record each); returns how many."""
-    keys = range(0, rows, CHANGES_FRACTION)
+    """Update every row once (one stream record each: the stream holds as many records as the base data, so the
+    StreamWorker and the incremental phase read ``rows`` records too); returns how many."""
+    keys = range(rows)
     tables.write_rows(RowWrite(TABLE, WriteType.UPDATE, (("id", i),), (Column("score", -i),)) for i in keys)
     return len(keys)
