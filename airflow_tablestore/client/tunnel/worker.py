@@ -103,6 +103,10 @@ class TunnelWorker:
         self._pools: ChannelPools | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
+        # Open channels at the last heartbeat, less those closed since: whether a close leaves room for more.
+        self._open_at_beat = 0
+        self._closed_since_beat = 0
+        self._closes_lock = threading.Lock()
         self._graceful = True
         self._lock = threading.Lock()
         self._consumers: dict[str, ChannelConsumer] = {}
@@ -274,11 +278,15 @@ class TunnelWorker:
             if remaining <= 0 or not self._wake.wait(remaining):
                 return
             self._wake.clear()
-            with self._lock:
-                open_channels = sum(1 for c in self._consumers.values()
-                                    if c.state in (ConsumerState.WAIT, ConsumerState.RUNNING))
+            with self._closes_lock:
+                open_channels = self._open_at_beat - self._closed_since_beat
             if open_channels < self.config.read_threads:
                 return
+
+    def _channel_closed(self) -> None:
+        with self._closes_lock:
+            self._closed_since_beat += 1
+        self._wake.set()
 
     def _end_session(self, *, graceful: bool) -> None:
         with self._lock:
@@ -298,6 +306,8 @@ class TunnelWorker:
 
     # -- one heartbeat ------------------------------------------------------------------------------
     def _heartbeat_once(self) -> None:
+        with self._closes_lock:  # a close from here on wakes the next beat early, if it leaves room
+            self._closed_since_beat = 0
         with self._lock:
             for cid, current in self._consumers.items():
                 report = current.report()
@@ -329,6 +339,8 @@ class TunnelWorker:
             self._channels = {cid: ch for cid, ch in merged.items() if cid in self._consumers}
             owned = sum(1 for c in self._consumers.values()
                         if c.state in (ConsumerState.WAIT, ConsumerState.RUNNING))
+        with self._closes_lock:
+            self._open_at_beat = owned
         self._metrics.set_owned(owned)
 
     def _retire(self, channel_id: str) -> None:
@@ -364,6 +376,6 @@ class TunnelWorker:
         return ChannelConsumer(
             client=self.client, session=self.session, context=context, channel=ch, token=token, sequence_number=seq,
             processor=processor, owns_processor=owns, config=self.config, metrics=self._metrics,
-            pools=self._pools, on_closed=self._wake.set, on_fatal=self._on_channel_fatal,
+            pools=self._pools, on_closed=self._channel_closed, on_fatal=self._on_channel_fatal,
             failed=failed,
         )
