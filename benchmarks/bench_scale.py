@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,8 @@ class Measurement:
     peak_rss_mb: float
     emulator_cpu_s: float
     requests: dict[str, int] = field(default_factory=dict)
+    cpu_runs: list[float] = field(default_factory=list)
+    """The CPU seconds of every run at this point (``--repeat``); the other fields are the median run's."""
 
     def per_100k(self, value: float) -> float:
         return value * 100_000 / self.records
@@ -144,34 +146,42 @@ def worker_config() -> Any:
     return TunnelWorkerConfig(heartbeat_interval_s=5, client_tag="bench", progress_log_interval_s=3600)
 
 
-def measure_point(rows: int, channels: int, clients: dict[str, Path], with_stream_worker: bool) -> list[Measurement]:
+def measure_point(rows: int, channels: int, clients: dict[str, Path], with_stream_worker: bool,
+                  repeat: int = 1) -> list[Measurement]:
     """Each client's TunnelWorker drains its own tunnel, then (``with_stream_worker``) each client's StreamWorker
-    drains the table's stream (the ``rows`` changes), one child process each."""
+    drains the table's stream (the ``rows`` changes), one child process each; ``repeat`` times over (a tunnel and
+    a status table per run, the clients taking turns), keeping each client's run of median CPU."""
     # imported here: the child runs this file from older trees, whose benchmarks package may not have it
     from benchmarks.scale_data import TABLE, scale_point, write_changes
 
     with scale_point(rows, channels) as point, TableClient(**point.emulator.client_kwargs) as tables, \
             TunnelClient(**point.emulator.client_kwargs) as tunnels:
         started = time.monotonic()
-        tunnel_ids = {name: tunnels.create_tunnel(TABLE, f"scale_{name}", TunnelType.BASE_AND_STREAM)
-                      for name in clients}
+        tunnel_ids = {(name, rep): tunnels.create_tunnel(TABLE, f"scale_{name}_{rep}", TunnelType.BASE_AND_STREAM)
+                      for rep in range(repeat) for name in clients}
         changes = write_changes(tables, rows)
         print(f"  {rows:,} rows at {channels} channels: base load {point.load_s:.0f} s (0: cached), copy and "
               f"stream on {point.copy_s:.1f} s, tunnels + {changes:,} changes {time.monotonic() - started:.0f} s",
               flush=True)
-        runs = [(name, tree, {"tunnel_id": tunnel_ids[name], "records": rows + changes})
-                for name, tree in clients.items()]
-        if with_stream_worker:  # each tree's StreamWorker from the start of the stream, with its own status table
-            runs += [(stream_worker_label(name, len(clients)), tree,
-                      {"system": STREAM_WORKER, "table": TABLE, "records": changes,
-                       "status_table": f"{STREAM_STATUS_TABLE}_{number}"})
-                     for number, (name, tree) in enumerate(clients.items())]
-        results = []
+        runs: list[tuple[str, Path, dict[str, Any]]] = []
+        for rep in range(repeat):
+            runs += [(name, tree, {"tunnel_id": tunnel_ids[name, rep], "records": rows + changes})
+                     for name, tree in clients.items()]
+            if with_stream_worker:  # each tree's StreamWorker from the start of the stream, its own status table
+                runs += [(stream_worker_label(name, len(clients)), tree,
+                          {"system": STREAM_WORKER, "table": TABLE, "records": changes,
+                           "status_table": f"{STREAM_STATUS_TABLE}_{number}_{rep}"})
+                         for number, (name, tree) in enumerate(clients.items())]
+        measured: dict[str, list[Measurement]] = {}
         for name, tree, spec in runs:
             m = run_child(point.emulator, name, tree, spec, rows, channels)
             print(f"  {name}: {m.per_100k(m.cpu_s):.3f} CPU-s/100k, {m.wall_s:.1f} s, {m.peak_threads} threads, "
                   f"{m.peak_rss_mb:.0f} MB, requests {sum(m.requests.values())}", flush=True)
-            results.append(m)
+            measured.setdefault(name, []).append(m)
+        results = []
+        for mine in measured.values():
+            median = sorted(mine, key=lambda m: m.cpu_s)[(len(mine) - 1) // 2]
+            results.append(replace(median, cpu_runs=[m.cpu_s for m in mine]))
         return results
 
 
@@ -218,15 +228,16 @@ def report(results: list[Measurement], command: str, clients: dict[str, str]) ->
         + ", ".join(f"`{name}` ({tree})" for name, tree in clients.items()) + ".",
         "",
         "| client | rows | channels | records | CPU-s / 100k | wall s | records/s | peak threads | peak RSS MB "
-        "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / 100k | Checkpoint / 100k | GetCheckpoint / 100k |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / 100k | Checkpoint / 100k | GetCheckpoint / 100k "
+        "| every run's CPU-s / 100k |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for m in tunnel:
         per_api = [f"{m.per_100k(m.requests.get(api, 0)):.1f}" for api in TUNNEL_APIS]
         lines.append(
             f"| {m.client} | {m.rows:,} | {m.channels} | {m.records:,} | {m.per_100k(m.cpu_s):.3f} | {m.wall_s:.1f} "
             f"| {m.records / m.wall_s:,.0f} | {m.peak_threads} | {m.peak_rss_mb:.0f} "
-            f"| {m.per_100k(m.emulator_cpu_s):.3f} | " + " | ".join(per_api) + " |")
+            f"| {m.per_100k(m.emulator_cpu_s):.3f} | " + " | ".join(per_api) + f" | {runs(m)} |")
     if stream:
         lines += [
             "",
@@ -235,8 +246,8 @@ def report(results: list[Measurement], command: str, clients: dict[str, str]) ->
             "",
             "| client | rows | shards | records | CPU-s / 100k | wall s | records/s | peak threads | peak RSS MB "
             "| emulator CPU-s / 100k | GetStreamRecord / 100k | GetShardIterator / 100k | UpdateRow / 100k "
-            "| BatchWriteRow / 100k | lease and checkpoint writes / s | requests / 100k |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| BatchWriteRow / 100k | lease and checkpoint writes / s | requests / 100k | every run's CPU-s / 100k |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for m in stream:
             lines.append(
@@ -244,13 +255,17 @@ def report(results: list[Measurement], command: str, clients: dict[str, str]) ->
                 f"| {m.wall_s:.1f} | {m.records / m.wall_s:,.0f} | {m.peak_threads} | {m.peak_rss_mb:.0f} "
                 f"| {m.per_100k(m.emulator_cpu_s):.3f} | " + " | ".join(
                     f"{m.per_100k(m.requests.get(api, 0)):.1f}" for api in STREAM_APIS)
-                + f" | {lease_writes(m) / m.wall_s:.2f} | {m.per_100k(sum(m.requests.values())):.1f} |")
+                + f" | {lease_writes(m) / m.wall_s:.2f} | {m.per_100k(sum(m.requests.values())):.1f} | {runs(m)} |")
     lines += ["", *ratios(results), ""]
     for chart in (RESULTS / "scale-rows.png", RESULTS / "scale-channels.png"):
         if not chart.exists():
             continue
         lines += [f"![{chart.stem}](benchmarks/results/{chart.name})", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def runs(m: Measurement) -> str:
+    return " / ".join(f"{m.per_100k(cpu):.3f}" for cpu in sorted(m.cpu_runs or [m.cpu_s]))
 
 
 def lease_writes(m: Measurement) -> int:
@@ -351,6 +366,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every row count")
     ap.add_argument("--client-tree", type=Path, help="another checkout whose client is measured beside this one")
     ap.add_argument("--no-stream-worker", action="store_true", help="measure the TunnelWorker only")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="drains per client and point; the run of median CPU is reported, with every run's CPU")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--report-only", action="store_true",
                     help="rebuild the report and charts from the last run's scale.json (keeping the run notes)")
@@ -382,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for rows, channels in points:
         rows = int(rows * args.scale)
         print(f"== {rows:,} rows, {channels} channels", flush=True)
-        results += measure_point(rows, channels, trees, not args.no_stream_worker)
+        results += measure_point(rows, channels, trees, not args.no_stream_worker, args.repeat)
         if not args.no_write:  # kept after every point: a long run stopped midway keeps what it measured
             saved = {"command": command, "clients": clients, "results": [asdict(m) for m in results]}
             (RESULTS / "scale.json").write_text(json.dumps(saved, indent=1))
