@@ -79,6 +79,7 @@ class StreamWorker:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._stopping = False
         self._error: BaseException | None = None
         self._pool_prefix = f"stream-shard-{self.worker_id}"
 
@@ -321,7 +322,7 @@ class StreamWorker:
                 continue
             if consumer.due <= now:
                 consumer.busy = True
-                self._pool.submit(self._run_step, consumer)
+                self._pool_submit(consumer)
             else:
                 wait = min(wait, consumer.due - now)
         return max(wait, 0.001)
@@ -333,9 +334,21 @@ class StreamWorker:
             log.exception("shard %s: step failed", consumer.shard_id)
             delay = self.config.processor_retry_s[1]
         consumer.due = time.monotonic() + (delay or 0.0)
+        if delay == 0.0 and not self._stopping:
+            # Due again at once (more records): queue its next step here, behind the steps already queued.
+            # Waking the coordinator instead would scan every shard after every step.
+            try:
+                self._pool_submit(consumer)
+                return
+            except RuntimeError:  # the pool is shutting down
+                pass
         consumer.busy = False
         if delay is None or delay == 0.0:
             self._wake.set()
+
+    def _pool_submit(self, consumer: ShardConsumer) -> None:
+        assert self._pool is not None
+        self._pool.submit(self._run_step, consumer)
 
     def _withdraw_steal_requests(self) -> None:
         """A stopping worker must not be handed leases: clear ``LeaseStealer`` where it names us."""
@@ -364,6 +377,7 @@ class StreamWorker:
 
     def _stop_consumers(self) -> None:
         """Shutdown path: wait for in-flight steps, then shut every consumer down with REQUESTED."""
+        self._stopping = True  # steps no longer queue their next step themselves
         self._withdraw_steal_requests()
         with self._lock:
             consumers = list(self._consumers.values())
