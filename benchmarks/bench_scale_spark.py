@@ -282,18 +282,22 @@ def ratios(runs: list[SparkRun]) -> list[str]:
                        f"{big.wall_s / small.wall_s:.2f}x{task_rss}, Python workers' peak "
                        f"{big.peak_rss_mb['executor python'] / small.peak_rss_mb['executor python']:.2f}x, "
                        f"JVM peak {big.peak_rss_mb['jvm'] / small.peak_rss_mb['jvm']:.2f}x.")
-        by_channels = sorted((k for k in mine if k[0] == max(r for r, _ in mine)), key=lambda k: k[1])
+        channel_rows = max({r for r, _ in mine}, key=lambda rows: (len({c for r, c in mine if r == rows}), rows))
+        by_channels = sorted((k for k in mine if k[0] == channel_rows), key=lambda k: k[1])
         if len(by_channels) >= 2 and by_channels[0][1] != by_channels[-1][1]:
             few, many = mine[by_channels[0]], mine[by_channels[-1]]
             per_record = many.per_100k(_total(many)) / few.per_100k(_total(few))
             extra = many.channels - few.channels
+            cost = (f"each further channel cost {1000 * (_total(many) - _total(few)) / extra:.0f} ms of CPU (JVM, "
+                    f"driver and executors; executor Python alone "
+                    f"{1000 * (many.cpu_s['executor python'] - few.cpu_s['executor python']) / extra:.0f} ms)"
+                    if _total(many) > _total(few) else
+                    f"no cost per channel shows: the CPU fell from {_total(few):.1f} to {_total(many):.1f} s "
+                    f"({few.rounds} → {many.rounds} rounds)")
             out.append(f"- {phase_label}, {few.channels} → {many.channels} channels: CPU per record {per_record:.2f}x, "
                        f"Spark tasks {few.tasks} → {many.tasks}, heartbeats per second "
                        f"{few.requests.get(APIS[1], 0) / few.wall_s:.2f} → "
-                       f"{many.requests.get(APIS[1], 0) / many.wall_s:.2f}; each further channel cost "
-                       f"{1000 * (_total(many) - _total(few)) / extra:.0f} ms of CPU (JVM, driver and executors; "
-                       f"executor Python alone "
-                       f"{1000 * (many.cpu_s['executor python'] - few.cpu_s['executor python']) / extra:.0f} ms).")
+                       f"{many.requests.get(APIS[1], 0) / many.wall_s:.2f}; {cost}.")
     return out
 
 
@@ -338,15 +342,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--axis", choices=("rows", "channels", "both"), default="both")
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every row count")
     ap.add_argument("--no-write", action="store_true")
-    ap.add_argument("--report-only", action="store_true", help="rebuild the report and charts from the last JSON")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rebuild the report and charts from the last JSON (keeping the run notes)")
     ap.add_argument("--compare-tree", type=Path, help="also run the consumer of this checkout (see above)")
     ap.add_argument("--compare-label", default="other tree", help="how the report names --compare-tree's rows")
     args = ap.parse_args(argv)
     if args.report_only:
         runs = [SparkRun(**r) for r in json.loads((RESULTS / "scale-spark.json").read_text())]
-        command = RESULTS_FILE.read_text().split("Command: `", 1)[1].split("`", 1)[0]
+        old = RESULTS_FILE.read_text()
+        command = old.split("Command: `", 1)[1].split("`", 1)[0]
+        notes = old[old.index("\nRun notes"):] if "\nRun notes" in old else ""  # written beside the report: kept
         charts(runs)
-        RESULTS_FILE.write_text(report(runs, command))
+        RESULTS_FILE.write_text(report(runs, command) + notes)
         return
     points: list[tuple[int, int]] = []
     if args.axis in ("rows", "both"):
