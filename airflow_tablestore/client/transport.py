@@ -123,8 +123,8 @@ class Transport:
         self.api_version = api_version
         self.verify_response_signature = verify_response_signature
         # One pooled adapter, called directly with a request built here: Session.request would merge settings,
-        # parse the URL and run cookie and hook machinery on every call (~40 % of a call's CPU), none of which
-        # applies to a signed POST to an endpoint validated once, above.
+        # parse the URL and run cookie and hook machinery on every call, none of which applies to a signed POST
+        # to an endpoint validated once, above.
         self._adapter = HTTPAdapter(pool_connections=1, pool_maxsize=max(1, pool_size), max_retries=0)
         # Environment settings (HTTP(S)_PROXY/NO_PROXY, REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE) are read once here, as
         # requests reads them; TLS is verified against that bundle, or certifi's.

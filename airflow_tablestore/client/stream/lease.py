@@ -150,9 +150,11 @@ class LeaseManager:
         outcomes: Written = []
         for first in range(0, len(writes), MAX_BATCH_WRITE_ROWS):
             for result in self.client.batch_write_row(writes[first:first + MAX_BATCH_WRITE_ROWS]):
-                error = result.error
-                outcomes.append(True if result.ok else False if isinstance(error, ConditionFailedError | NotFoundError)
-                                else error if error is not None else TablestoreClientError("row not written"))
+                if result.ok or result.error is None:
+                    outcomes.append(result.ok)
+                else:
+                    lost = isinstance(result.error, ConditionFailedError | NotFoundError)
+                    outcomes.append(False if lost else result.error)
         return outcomes
 
     def _write(self, old: Lease, new: Lease, changed: tuple[str, ...], *, expect_owner: str | None) -> RowWrite:
