@@ -52,7 +52,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 JOB = str(Path(__file__).with_name("stream_job.py"))
 KILLS_PER_PHASE = 6
 EMULATOR_RESTARTS = 3
-SOURCE_OPTIONS = ["heartbeat_interval=1", "client_timeout=4", "settle_ms=300", "channel_wait_s=120"]
+# one read task per batch: a kill can land between two spans of one task (the first span's end stored)
+SOURCE_OPTIONS = ["heartbeat_interval=1", "client_timeout=4", "settle_ms=300", "channel_wait_s=120",
+                  "max_tasks_per_batch=1"]
 EMULATOR_ARGS = ["--base-channel-rows", "300", "--stream-partitions", "2", "--max-read-records", "40",
                  "--log-level", "DEBUG"]
 READ, CHECKPOINT, SPAN_END = "/tunnel/readrecords", "/tunnel/checkpoint", "/GetRow"

@@ -43,7 +43,7 @@ _KNOWN = {
     "time_range_end", "split_size_mb", "max_split_count", "page_rows", "mode", "columnnameofcorruptrecord",
     "pushdown", "show_replication_columns", "fence_column", "row_change", "batch_rows", "fence_by", "path",
     "tunnel", "max_records_per_trigger", "max_records_per_channel", "positions_table", "heartbeat_interval",
-    "client_timeout", "settle_ms", "channel_wait_s",
+    "client_timeout", "settle_ms", "channel_wait_s", "max_tasks_per_batch",
 }
 
 
@@ -147,6 +147,9 @@ class SourceOptions:
     then), so that a replayed batch yields the same records."""
     channel_wait_s: int = 300
     """Streaming: how long to wait for channels the query needs (held by a dead client until its timeout)."""
+    max_tasks_per_batch: int = 32
+    """Streaming: at most this many read tasks per micro-batch; the channels' spans are dealt to them (about 4
+    per executor core: fewer tasks pay Spark's per-task cost less often, more spread uneven channels)."""
 
     @property
     def endpoint(self) -> str:
@@ -205,4 +208,5 @@ class SourceOptions:
             client_timeout=_int(lowered, "client_timeout", 60, 3) or 60,
             settle_ms=_int(lowered, "settle_ms", 200, 0) or 0,
             channel_wait_s=_int(lowered, "channel_wait_s", 300, 1) or 300,
+            max_tasks_per_batch=_int(lowered, "max_tasks_per_batch", 32, 1) or 32,
         )

@@ -114,3 +114,29 @@ def test_missing_tunnel_option_and_unknown_tunnel(settings: ConnectionSettings, 
     with pytest.raises(OptionError, match="does not exist"):
         StreamPlanner(options(settings, table, "nope"))
     assert isinstance(change_log_schema(), StructType)
+
+
+def test_a_batch_runs_at_most_max_tasks_per_batch_tasks(settings: ConnectionSettings, client: TableClient) -> None:
+    """One task reads several channels' spans in turn, each span's end stored: still every record once."""
+    with settings.tunnel_client() as tunnels:
+        make_source(client, tunnels, "grouped_src", "feed", ROWS)
+    gone: set[int] = set()
+    writes = demo.write_changes(client, "grouped_src", ROWS, 120, gone=gone)
+    reader = reader_for(settings, "grouped_src", max_tasks_per_batch=1)
+    planner = reader.planner
+    try:
+        planner.prepare_available_now()
+        start, records, widest = reader.initialOffset(), [], 0
+        while (end := planner.latest_offset(start, 300)) != start:
+            partitions = reader.partitions(start, end)
+            assert len(partitions) == 1
+            widest = max(widest, len(partitions[0].spans))
+            for batch in reader.read(partitions[0]):
+                records += arrow_to_records(pa.Table.from_batches([batch]))
+            planner.commit(end)
+            start = end
+        assert widest >= 2  # one task read several channels' spans
+        assert len([r for r in records if r.sequence is None]) == ROWS
+        assert stream_changes(records) == Counter(write_key(w) for w in writes)
+    finally:
+        reader.stop()
