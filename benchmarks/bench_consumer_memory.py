@@ -147,7 +147,7 @@ def render(results: list[dict[str, object]]) -> str:
     lines += [
         "",
         "Reading: doubling the data does not move the peak (ratio 1.00x means bounded): a task holds at most one "
-        "row group (`sinks.ROW_GROUP_BYTES`, 16 MiB of Arrow data) plus one tunnel read (≤ 4 MB as the service "
+        "row group (`sinks.ROW_GROUP_BYTES`, 8 MiB of Arrow data) plus one tunnel read (≤ 4 MB as the service "
         "sends it) and its decoded records, whatever the round's size; rounds are cut at `--bytes-per-channel`. "
         "The rest is the Python worker itself (pyarrow, the client, protobuf). Before this work a task kept its "
         "whole round in memory until the end of the round (up to `--records-per-channel` records).",
