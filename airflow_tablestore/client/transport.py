@@ -124,9 +124,9 @@ class Transport:
         self.verify_response_signature = verify_response_signature
         # requests' adapter sets the connection up once, as for any requests call: the environment's proxies
         # (HTTP(S)_PROXY/NO_PROXY, proxy credentials, SOCKS) and TLS against REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE or
-        # certifi's bundle. Calls then go to the urllib3 pool it chose: requests' per-call layers (Session
-        # settings, the adapter's pool lookup and TLS checks, Response and cookie objects) cost about a third of
-        # a call's client CPU and none of them applies to a signed POST to one endpoint.
+        # certifi's bundle. Calls then go to the urllib3 pool it chose, past requests' per-call layers (Session
+        # settings, the adapter's pool lookup and TLS checks, Response and cookie objects): none of them applies
+        # to a signed POST to one endpoint, and they were a large share of a small call's client CPU.
         self._adapter = HTTPAdapter(pool_connections=1, pool_maxsize=max(1, pool_size), max_retries=0)
         proxies = requests.utils.get_environ_proxies(self._base)
         verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
