@@ -223,7 +223,7 @@ def report(results: list[Measurement], command: str, clients: dict[str, str]) ->
         "then a `StreamWorker` (default configuration, fresh status table, no-op processor checkpointing every "
         "batch) drains the table's stream, the `rows` changes over `channels` shards. CPU "
         "is the client process's (every thread); the emulator's CPU and requests cover the same span. 2 vCPUs "
-        "shared by the client and the emulator (and, during this run, other work: compare within a point). "
+        "shared by the client and the emulator (absolute figures follow the machine's load: compare within a point). "
         "Clients (TunnelWorker and StreamWorker alike): "
         + ", ".join(f"`{name}` ({tree})" for name, tree in clients.items()) + ".",
         "",
