@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def hour_with_room(room: timedelta) -> datetime:
+    """The start H of the current UTC hour, once at least ``room`` of it is left (waiting for the next hour if not).
+
+    A test that writes history into past hours and then unpauses an hourly DAG expects the scheduler's latest
+    interval to be [H-1, H): the unpause, after Airflow's start-up, must still fall in hour H."""
+    now = datetime.now(UTC)
+    next_hour = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    if next_hour - now < room:
+        time.sleep((next_hour - now).total_seconds() + 1)
+        now = datetime.now(UTC)
+    return now.replace(minute=0, second=0, microsecond=0)
 
 
 def machine_settings() -> dict[str, str]:

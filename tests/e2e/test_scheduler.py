@@ -41,7 +41,7 @@ from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
-from testing.airflow_components import Airflow, components_env, free_port
+from testing.airflow_components import Airflow, components_env, free_port, hour_with_room
 
 from .postgres import PostgresCluster
 
@@ -72,8 +72,7 @@ SENSOR_DAG = textwrap.dedent('''
 def history(tmp_path: Path) -> Iterator[tuple[EmulatorProcess, dict[str, list[RowWrite]], datetime]]:
     """An emulator whose source table has base rows in hour H-4 and changes in H-3, H-2 and H-1 (by commit
     time), its clock then brought to real time. Yields the emulator, the writes per partition and H."""
-    now = datetime.now(UTC)
-    hour = now.replace(minute=0, second=0, microsecond=0)
+    hour = hour_with_room(timedelta(minutes=4))  # Airflow's start-up before the unpause: a minute or two
     start = hour - timedelta(hours=4) + timedelta(minutes=5)
     with EmulatorProcess(data_dir=tmp_path / "emulator", extra_args=[
             "--clock-start", start.isoformat(), "--stream-partitions", "2", "--base-channel-rows", "200"]) as emu:

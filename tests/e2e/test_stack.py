@@ -43,7 +43,7 @@ from airflow_tablestore.emulator.testing import EmulatorProcess
 from airflow_tablestore.spark.arrow.changes import arrow_to_records
 from airflow_tablestore.spark.sinks.parquet import read_change_log
 from demo import replication as demo
-from testing.airflow_components import Airflow, free_port, machine_settings
+from testing.airflow_components import Airflow, free_port, hour_with_room, machine_settings
 
 from .postgres import PostgresCluster, require_postgres
 from .spark_cluster import SparkCluster
@@ -207,7 +207,9 @@ def history(emulator: EmulatorProcess, hour: datetime) -> dict[str, list[RowWrit
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[tuple[Stack, dict[str, list[RowWrite]], datetime]]:
     require_postgres()
-    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    # the whole scenario checks the past hours' partitions: PostgreSQL, a Spark cluster and Airflow start before the
+    # unpause, which must still fall in hour H (the short one checks no partition)
+    hour = hour_with_room(timedelta(minutes=8 if os.environ.get("TABLESTORE_STACK") else 0))
     start = hour - timedelta(hours=4) + timedelta(minutes=5)
     with EmulatorProcess(data_dir=tmp_path / "emulator", **compose_emulator(), extra_args=[
             "--clock-start", start.isoformat(), "--stream-partitions", "2", "--base-channel-rows", "500",
