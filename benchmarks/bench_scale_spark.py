@@ -3,18 +3,19 @@ the data source (``spark.read``, ``readStream``) at the points of ``bench_scale`
 
 Run: ``.venv/bin/python -m benchmarks.bench_scale_spark [--axis rows|channels|both] [--scale 1.0]``
 
-Points (``--scale`` multiplies every row count, as in ``bench_scale``): rows 250,000 and 2,500,000 at 16
-channels; channels 4, 64 and 256 at 1,000,000 rows. At each point one emulator process serves a table of ``rows``
-rows with its stream on (``channels`` stream partitions and BaseData channels of rows/channels rows; the rows
-are loaded once per row count and cached, :mod:`benchmarks.scale_data`); a
-BaseAndStream tunnel is created, every row is updated once, and the consumer runs twice with real
-``spark-submit --master local[2]`` into a Parquet change log: the full phase, then the incremental phase up to a
-cutoff after the last update. For each run: wall time; CPU seconds of the driver's JVM (in local mode it also
-runs the executors' JVM side), of the driver's Python process and of the executors' Python workers, sampled
-from /proc every 0.2 s; peak RSS of each; the records, rounds and the Python workers' peak RSS from the
-consumer's summary line; Spark tasks from the run's event log; the emulator's CPU and requests by API. Then the
-data source's two jobs (:mod:`benchmarks.scale_spark_jobs`, into Spark's ``noop`` sink): ``spark.read`` of the
-whole table, and ``readStream`` of a third BaseAndStream tunnel with ``availableNow``, measured the same way.
+Points (``--scale`` multiplies every row count, as in ``bench_scale``): rows 250,000 and 2,500,000 at 16 channels;
+channels 4, 64 and 256 at 1,000,000 rows. At each point one emulator process serves a table of ``rows`` rows with
+its stream on (``channels`` stream partitions and BaseData channels of rows/channels rows; the rows are loaded once
+per row count and cached, :mod:`benchmarks.scale_data`); a BaseAndStream tunnel is created, every row is updated
+once, and the consumer runs twice with real ``spark-submit --master local[2]`` into a Parquet change log: the full
+phase, then the incremental phase up to a cutoff after the last update. For each run: wall time; CPU seconds of the
+driver's JVM (in local mode it also runs the executors' JVM side), of the driver's Python process and of the
+executors' Python workers, sampled from /proc every 0.2 s; peak RSS of each, and the JVM's heap in use after a
+collection (its ``-Xlog:gc`` file: what it retains, where its RSS follows the heap the collector grew); the records,
+rounds and the Python workers' peak RSS from the consumer's summary line; Spark tasks from the run's event log; the
+emulator's CPU and requests by API. Then the data source's two jobs (:mod:`benchmarks.scale_spark_jobs`, into
+Spark's ``noop`` sink): ``spark.read`` of the whole table, and ``readStream`` of a third BaseAndStream tunnel with
+``availableNow``, measured the same way.
 
 ``--compare-tree DIR`` also runs both phases of every point with the consumer of another checkout (an older
 revision with its C extension built in place: ``git archive REV | tar -x -C DIR`` and ``python -c "from setuptools
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -81,9 +83,24 @@ class SparkRun:
     requests: dict[str, int] = field(default_factory=dict)
     code: str = "this tree"
     peak_threads: dict[str, int] = field(default_factory=dict)
+    heap_after_gc_mb: float = 0.0
+    """The JVM's heap in use after a collection, at its highest (the GC log; 0: not measured): what the JVM retains,
+    where its resident size also holds whatever the collector let the heap grow to inside ``-Xmx``."""
 
     def per_100k(self, value: float) -> float:
         return value * 100_000 / self.records if self.records else 0.0
+
+
+_GC_LINE = re.compile(r"(\d+)M->(\d+)M\((\d+)M\)")
+
+
+def heap_after_gc_mb(gc_log: Path) -> float:
+    """The highest heap occupancy right after a collection in a ``-Xlog:gc`` file ("GC(3) Pause Young ...
+    120M->35M(256M)")."""
+    if not gc_log.exists():
+        return 0.0
+    after = [int(m.group(2)) for m in _GC_LINE.finditer(gc_log.read_text())]
+    return float(max(after, default=0))
 
 
 def classify(cmdline: str) -> str:
@@ -151,7 +168,9 @@ def submit(emu: EmulatorProcess, label: str, rows: int, channels: int, work: Pat
     assert emu.process is not None
     events = work / f"events-{label}-{code.tunnel}"
     events.mkdir()
+    gc_log = events / "gc.log"
     cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
+           "--driver-java-options", f"-Xlog:gc:file={gc_log}",
            "--conf", "spark.ui.enabled=false", "--conf", "spark.eventLog.enabled=true",
            "--conf", f"spark.eventLog.dir=file://{events}", "--conf", "spark.eventLog.compress=false",
            "--conf", "spark.eventLog.rolling.enabled=false", application, *args]
@@ -173,7 +192,7 @@ def submit(emu: EmulatorProcess, label: str, rows: int, channels: int, work: Pat
                    tasks, wall, {k: usage.cpu_s.get(k, 0.0) for k in KINDS},
                    {k: usage.peak_rss_mb.get(k, 0.0) for k in KINDS}, summary.get("peak_task_rss_bytes", 0) / 2**20,
                    process_cpu_s(emu.process.pid) - emu_cpu, emu.control.request_counts(), code.label,
-                   {k: usage.peak_threads.get(k, 0) for k in KINDS})
+                   {k: usage.peak_threads.get(k, 0) for k in KINDS}, heap_after_gc_mb(gc_log))
     print(f"  {label} ({code.label}): {run.records:,} records, {run.rounds} rounds, {run.tasks} tasks, {wall:.1f} s, "
           "CPU "
           + ", ".join(f"{k} {v:.1f}" for k, v in run.cpu_s.items()), flush=True)
@@ -237,11 +256,12 @@ def report(runs: list[SparkRun], command: str) -> str:
         "\"rounds\" = micro-batches). 2 vCPUs shared by Spark and the emulator.",
         "",
         "| code | phase | rows | channels | records | rounds | Spark tasks | wall s | JVM CPU-s / 100k | driver Python "
-        "CPU-s / 100k | executor Python CPU-s / 100k | JVM peak MB | driver Python peak MB | task RSS MB "
+        "CPU-s / 100k | executor Python CPU-s / 100k | JVM peak MB | JVM heap after GC MB | driver Python peak MB "
+        "| task RSS MB "
         "| peak threads (JVM / driver / workers) "
         "| emulator CPU-s / 100k | ReadRecords / 100k | Heartbeat / s | Checkpoint / 100k | GetCheckpoint / 100k "
         "| GetRange / 100k | row writes / 100k |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|" + "---:|" * 21,
     ]
     for r in runs:
         lines.append(
@@ -249,6 +269,7 @@ def report(runs: list[SparkRun], command: str) -> str:
             f"| {r.wall_s:.1f} "
             f"| {r.per_100k(r.cpu_s['jvm']):.2f} | {r.per_100k(r.cpu_s['driver python']):.2f} "
             f"| {r.per_100k(r.cpu_s['executor python']):.2f} | {r.peak_rss_mb['jvm']:.0f} "
+            f"| {f'{r.heap_after_gc_mb:.0f}' if r.heap_after_gc_mb else '-'} "
             f"| {r.peak_rss_mb['driver python']:.0f} | {r.task_rss_mb:.0f} "
             f"| {' / '.join(str(r.peak_threads.get(k, '-')) for k in KINDS)} | {r.per_100k(r.emulator_cpu_s):.2f} "
             f"| {r.per_100k(r.requests.get(APIS[0], 0)):.1f} | {r.requests.get(APIS[1], 0) / r.wall_s:.2f} "
@@ -263,6 +284,13 @@ def report(runs: list[SparkRun], command: str) -> str:
 
 def _total(run: SparkRun) -> float:
     return sum(run.cpu_s.values())
+
+
+def heap_ratio(small: SparkRun, big: SparkRun) -> str:
+    if not (small.heap_after_gc_mb and big.heap_after_gc_mb):
+        return ""
+    return (f" (its heap after GC {big.heap_after_gc_mb / small.heap_after_gc_mb:.2f}x, "
+            f"{small.heap_after_gc_mb:.0f} → {big.heap_after_gc_mb:.0f} MB)")
 
 
 def ratios(runs: list[SparkRun]) -> list[str]:
@@ -281,7 +309,7 @@ def ratios(runs: list[SparkRun]) -> list[str]:
                        f"(executors {big.cpu_s['executor python'] / small.cpu_s['executor python']:.2f}x), wall "
                        f"{big.wall_s / small.wall_s:.2f}x{task_rss}, Python workers' peak "
                        f"{big.peak_rss_mb['executor python'] / small.peak_rss_mb['executor python']:.2f}x, "
-                       f"JVM peak {big.peak_rss_mb['jvm'] / small.peak_rss_mb['jvm']:.2f}x.")
+                       f"JVM peak {big.peak_rss_mb['jvm'] / small.peak_rss_mb['jvm']:.2f}x{heap_ratio(small, big)}.")
         channel_rows = max({r for r, _ in mine}, key=lambda rows: (len({c for r, c in mine if r == rows}), rows))
         by_channels = sorted((k for k in mine if k[0] == channel_rows), key=lambda k: k[1])
         if len(by_channels) >= 2 and by_channels[0][1] != by_channels[-1][1]:
