@@ -30,8 +30,8 @@ browser:
 # (warm pip cache), browser and postgres ~1 min each from apt. The suite runs on two pytest-xdist workers, a test
 # file each at a time: the end-to-end tests mostly wait on Airflow, Spark and the emulator, so two files at once use
 # both cores (PYTEST_WORKERS=0 runs it in one process). Measured from a fresh clone on a quiet 2-core machine
-# (2026-11-29, two runs): the whole target 15 min 56 s and 17 min 9 s, the suite 14 min 43 s and 17 min 8 s (2,238
-# tests); on busier machines the suite took 19-23 min. Slowest: test_scheduler.py ~6 min, test_stack.py's short scenario ~4 min, the streaming job DAG ~2 min.
+# (2026-11-29, two runs): the whole target 15 min 56 s (with the venv) and 17 min 9 s (after `make demo` made it),
+# the suite 14 min 43 s and 17 min 8 s (2,238 tests); on busier machines the suite took 19-23 min. Slowest: test_scheduler.py ~6 min, test_stack.py's short scenario ~4 min, the streaming job DAG ~2 min.
 PYTEST_WORKERS ?= 2
 test: venv browser postgres
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile tests

@@ -10,7 +10,6 @@ pass through them); those few are imported in a fresh interpreter instead.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import json
 import os
@@ -20,18 +19,9 @@ import traceback
 import warnings
 from pathlib import Path
 
+from import_graph import imports_of
+
 PARALLEL = max(2, os.cpu_count() or 2)
-
-
-def imports_of(path: Path) -> set[str]:
-    """The modules a file imports (anywhere in it, absolute imports)."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
 
 
 def module_file(root: Path, module: str) -> Path:
@@ -42,7 +32,7 @@ def module_file(root: Path, module: str) -> Path:
 
 def third_party_imports(root: Path) -> list[str]:
     """Every module the files of the package at ``root`` import that is not the package (stdlib included)."""
-    names = set().union(*(imports_of(path) for path in root.rglob("*.py")))
+    names = set().union(*(imports_of(path, root) for path in root.rglob("*.py")))
     return sorted(n for n in names if n.split(".")[0] not in (root.name, "__future__"))
 
 
@@ -59,7 +49,7 @@ def preload(names: list[str], root: Path) -> set[str]:
     package = root.name
     loaded = {m for m in sys.modules if m == package or m.startswith(package + ".")}
     for module in sorted(loaded):
-        beyond = {n for n in imports_of(module_file(root, module)) if n.split(".")[0] == package} - loaded
+        beyond = {n for n in imports_of(module_file(root, module), root) if n.split(".")[0] == package} - loaded
         if beyond:
             raise SystemExit(f"preloading third-party modules imported {module}, which imports {sorted(beyond)}: "
                              "a cycle through it would be hidden")

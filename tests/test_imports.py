@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from import_graph import module_name
 
 PACKAGE = Path(__file__).resolve().parent.parent / "airflow_tablestore"
 HELPER = Path(__file__).resolve().parent / "import_alone.py"
@@ -20,15 +21,7 @@ HELPER = Path(__file__).resolve().parent / "import_alone.py"
 
 def package_modules(package: Path = PACKAGE) -> list[str]:
     """Every importable module of the package (``__main__`` modules run a program and are left out)."""
-    names = []
-    for path in sorted(package.rglob("*.py")):
-        if path.name == "__main__.py":
-            continue
-        parts = list(path.relative_to(package.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        names.append(".".join(parts))
-    return names
+    return [module_name(path, package) for path in sorted(package.rglob("*.py")) if path.name != "__main__.py"]
 
 
 def failures_importing_alone(package: Path) -> dict[str, str]:

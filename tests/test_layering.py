@@ -14,13 +14,13 @@ run does not reach).
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from import_graph import imports_of, module_name
 
 _CLIENT_IMPORT = re.compile(r"^\s*(from|import)\s+airflow_tablestore\.client\b", re.MULTILINE)
 PACKAGE = Path(__file__).resolve().parent.parent / "airflow_tablestore"
@@ -96,42 +96,6 @@ SUBMIT_PATH = {
 """The spark/ modules the Airflow layer may import, by importer: the driver-side submit path."""
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _is_module(name: str) -> bool:
-    where = PACKAGE.parent.joinpath(*name.split("."))
-    return where.with_suffix(".py").exists() or (where / "__init__.py").exists() or any(
-        where.parent.glob(where.name + ".*.so")) or where.with_suffix(".c").exists()
-
-
-def imports_of(path: Path) -> set[str]:
-    """Every module ``path`` imports, at any depth of its code (relative imports resolved; ``from X import y``
-    counts ``X.y`` when that is a module of the package)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                source = ".".join([*base, *([node.module] if node.module else [])])
-            else:
-                source = node.module or ""
-            found.add(source)
-            for alias in node.names:
-                if _is_module(f"{source}.{alias.name}"):
-                    found.add(f"{source}.{alias.name}")
-    return found
-
-
 def _files(*subpackages: str) -> list[Path]:
     return sorted(p for sub in subpackages for p in (PACKAGE / sub).rglob("*.py"))
 
@@ -146,13 +110,13 @@ def _top(name: str) -> str:
 )
 def test_no_forbidden_import_anywhere_in_the_code(subpackages: tuple[str, ...], blocked: set[str]) -> None:
     offenders = sorted(f"{path.relative_to(PACKAGE.parent)}: {name}" for path in _files(*subpackages)
-                       for name in imports_of(path) if _top(name) in blocked)
+                       for name in imports_of(path, PACKAGE) if _top(name) in blocked)
     assert offenders == []
 
 
 def test_the_emulator_imports_nothing_of_the_client_anywhere() -> None:
     offenders = sorted(f"{path.relative_to(PACKAGE.parent)}: {name}" for path in _files("emulator")
-                       for name in imports_of(path) if name.startswith("airflow_tablestore.client"))
+                       for name in imports_of(path, PACKAGE) if name.startswith("airflow_tablestore.client"))
     assert offenders == []
 
 
@@ -163,7 +127,7 @@ def test_the_airflow_layer_imports_spark_only_on_the_submit_path() -> None:
             continue
         rel = path.relative_to(PACKAGE.parent).as_posix()
         allowed = SUBMIT_PATH.get(rel, set())
-        offenders += [f"{rel}: {name}" for name in sorted(imports_of(path))
+        offenders += [f"{rel}: {name}" for name in sorted(imports_of(path, PACKAGE))
                       if name.startswith("airflow_tablestore.spark") and name not in allowed]
     assert offenders == []
 
@@ -203,8 +167,8 @@ def _spark_graph(unit: int | None) -> dict[str, set[str]]:
     """Imports between spark/'s modules; ``unit`` 3 folds them into subpackages (``airflow_tablestore.spark.x``)."""
     graph: dict[str, set[str]] = {}
     for path in _files("spark"):
-        source = ".".join(_module_name(path).split(".")[:unit])
-        targets = {".".join(name.split(".")[:unit]) for name in imports_of(path)
+        source = ".".join(module_name(path, PACKAGE).split(".")[:unit])
+        targets = {".".join(name.split(".")[:unit]) for name in imports_of(path, PACKAGE)
                    if name.startswith("airflow_tablestore.spark.")}
         graph.setdefault(source, set()).update(targets - {source})
     return graph
@@ -235,4 +199,4 @@ def test_no_import_cycle_between_spark_modules() -> None:
 def test_imports_inside_functions_are_seen(tmp_path: Path) -> None:
     """The ast reader finds an import made inside a function (which the import-time check never runs)."""
     probe = PACKAGE / "spark" / "format.py"
-    assert "airflow_tablestore.spark.stream.reader" in imports_of(probe)  # imported inside streamReader()
+    assert "airflow_tablestore.spark.stream.reader" in imports_of(probe, PACKAGE)  # imported inside streamReader()
